@@ -1,0 +1,79 @@
+# webhook inbox — a plain Makefile (STYLE.md 14).
+#   make            build/webhook.fcgi, build/webhook-drain
+#   make test       every test, plain and under ASan+UBSan; ends "N passed, N failed"
+#   make bench      benchmarks (bench/RESULTS.md)
+#   make install    PREFIX=/usr/local DESTDIR=
+
+PREFIX	?= /usr/local
+DESTDIR	?=
+CC	?= cc
+PKGS	 = libfcgi sqlite3 libsodium libcjson inih
+# libfcgi ships no .pc file on Debian 12; it is -lfcgi.
+PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi
+CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wvla
+CFLAGS	?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I.
+
+B	?= build
+SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	    -fno-sanitize-recover=undefined
+
+LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
+	   lib/inbox.c
+LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
+UNIT_TESTS = test_util test_instant test_signature test_event test_config \
+	   test_inbox
+
+.PHONY: all test test-build san bench clean install static
+all: $(B)/webhook.fcgi
+
+$(B)/%.o: %.c lib/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/lib/schema.o: lib/schema.S schema.sql
+	@mkdir -p $(dir $@)
+	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+
+$(B)/libwebhook.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $(LIB_OBJ)
+
+$(B)/webhook.fcgi: $(B)/webhook.fcgi.o $(B)/libwebhook.a
+	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS)
+
+$(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
+	$(CC) $(CFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS)
+
+$(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' -o $@ $< $(B)/libwebhook.a \
+	    $(PKG_LIBS) $(CHECK_LIBS)
+
+# The vectors live beside the project's root (../shared/vectors).
+VECTORS ?= $(abspath ../shared/vectors/standard-webhooks.json)
+
+test-build: all $(UNIT_TESTS:%=$(B)/tests/%)
+
+san:
+	$(MAKE) B=build-san CFLAGS='$(SAN_FLAGS)' test-build
+
+test: test-build san
+	tests/run
+
+bench: all
+	bench/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/webhook-inbox
+	install -m 755 $(B)/webhook.fcgi $(B)/webhook-drain $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 conf/webhook.conf.example $(DESTDIR)$(PREFIX)/share/webhook-inbox/
+	install -m 755 conf/handler.sh $(DESTDIR)$(PREFIX)/share/webhook-inbox/
+
+clean:
+	rm -rf build build-san build-static

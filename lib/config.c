@@ -1,0 +1,286 @@
+/*
+ * config: DESIGN.md "Configuration" read with inih.  See config.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+#include <sodium.h>
+
+#include "config.h"
+
+struct parse {
+	struct config	*c;
+	const char	*key;	/* key of the first error */
+	const char	*what;	/* static text of the first error */
+	int		 seen_handler, seen_database, seen_log;
+};
+
+static int
+fail(struct parse *p, const char *key, const char *what)
+{
+	if (p->what == NULL) {
+		p->key = key;
+		p->what = what;
+	}
+	return 0;	/* inih: error on this line */
+}
+
+static int
+set_string(struct parse *p, char **dst, int *seen, const char *key,
+    const char *value)
+{
+	if (*seen)
+		return fail(p, key, "given twice");
+	*seen = 1;
+	if ((*dst = strdup(value)) == NULL)
+		return fail(p, key, "out of memory");
+	return 1;
+}
+
+/* inih handler: one key = value.  Returns 1 to go on, 0 for an error. */
+static int
+on_pair(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+	struct config *c = p->c;
+	const char *why;
+	int64_t v;
+
+	if (section[0] != '\0')
+		return fail(p, name, "sections are not used in this file");
+	if (value == NULL || value[0] == '\0')
+		return fail(p, name, "empty value");
+
+#define KEY(k) (strcmp(name, k) == 0)
+	if (KEY("database"))
+		return set_string(p, &c->database, &p->seen_database, "database",
+		    value);
+	if (KEY("handler"))
+		return set_string(p, &c->handler, &p->seen_handler, "handler",
+		    value);
+	if (KEY("log"))
+		return set_string(p, &c->log, &p->seen_log, "log", value);
+	if (KEY("secret")) {
+		if (c->nsecrets == SIGNATURE_KEYS_MAX)
+			return fail(p, "secret", "more than 8 secrets");
+		if (signature_key_parse(value, &c->secrets[c->nsecrets],
+		    &why) == -1)
+			return fail(p, "secret", why);
+		c->nsecrets++;
+		return 1;
+	}
+	if (KEY("tolerance")) {
+		if (util_parse_duration(value, 86400, &c->tolerance) == -1 ||
+		    c->tolerance < 1)
+			return fail(p, "tolerance",
+			    "not a duration between 1s and 1d");
+		return 1;
+	}
+	if (KEY("max_body")) {
+		/* 64 MiB: the body is held in memory while it is verified. */
+		if (util_parse_int(value, 1, 64 << 20, &c->max_body) == -1)
+			return fail(p, "max_body",
+			    "not a byte count between 1 and 67108864");
+		return 1;
+	}
+	if (KEY("handler_timeout")) {
+		if (util_parse_duration(value, 86400, &c->handler_timeout) == -1 ||
+		    c->handler_timeout < 1)
+			return fail(p, "handler_timeout",
+			    "not a duration between 1s and 1d");
+		return 1;
+	}
+	if (KEY("max_attempts")) {
+		if (util_parse_int(value, 1, 1000, &c->max_attempts) == -1)
+			return fail(p, "max_attempts",
+			    "not a whole number between 1 and 1000");
+		return 1;
+	}
+	if (KEY("retention")) {
+		if (util_parse_duration(value, 3650 * 86400LL, &c->retention) == -1)
+			return fail(p, "retention", "not a duration (e.g. 7d)");
+		if (c->retention < CONFIG_RETENTION_MIN)
+			return fail(p, "retention", "below 3d, the provider's "
+			    "retry period: a late retry would be taken as new");
+		return 1;
+	}
+	if (KEY("settle")) {
+		if (util_parse_duration(value, 3600, &c->settle) == -1)
+			return fail(p, "settle", "not a duration between 0s and 1h");
+		return 1;
+	}
+	if (KEY("busy_timeout")) {
+		/* Seconds; the provider gives up at 15 s, so stay well below. */
+		if (util_parse_duration(value, 10, &v) == -1 || v < 1)
+			return fail(p, "busy_timeout",
+			    "not a duration between 1s and 10s");
+		c->busy_timeout = v * 1000;
+		return 1;
+	}
+	if (KEY("synchronous")) {
+		if (strcmp(value, "FULL") == 0 || strcmp(value, "full") == 0)
+			c->synchronous = CONFIG_SYNC_FULL;
+		else if (strcmp(value, "NORMAL") == 0 || strcmp(value, "normal") == 0)
+			c->synchronous = CONFIG_SYNC_NORMAL;
+		else
+			return fail(p, "synchronous", "neither FULL nor NORMAL");
+		return 1;
+	}
+#undef KEY
+	return fail(p, name, "unknown key");
+}
+
+/* Read the whole file, refusing more than CONFIG_FILE_MAX bytes. */
+static char *
+slurp(const char *path, const char **what)
+{
+	struct stat st;
+	char *text = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		*what = strerror(errno);
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		*what = "not a regular file";
+		goto out;
+	}
+	if (st.st_size > CONFIG_FILE_MAX) {
+		*what = "larger than 64 KiB";
+		goto out;
+	}
+	if ((text = malloc((size_t)st.st_size + 1)) == NULL) {
+		*what = "out of memory";
+		goto out;
+	}
+	while (got < (size_t)st.st_size &&
+	    (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	text[got] = '\0';
+	if (memchr(text, '\0', got) != NULL) {
+		*what = "contains a NUL byte";
+		free(text);
+		text = NULL;
+	}
+out:
+	close(fd);
+	return text;
+}
+
+/* A relative path in the file is relative to the file's own directory, not
+ * to whatever directory the web server or cron started us in. */
+static int
+resolve(const struct config *c, char **p)
+{
+	const char *slash = strrchr(c->path, '/');
+	size_t dirlen, len = strlen(*p);
+	char *full;
+
+	if ((*p)[0] == '/' || slash == NULL)
+		return 0;
+	dirlen = (size_t)(slash - c->path) + 1;
+	if ((full = malloc(dirlen + len + 1)) == NULL)
+		return -1;
+	memcpy(full, c->path, dirlen);
+	memcpy(full + dirlen, *p, len + 1);
+	free(*p);
+	*p = full;
+	return 0;
+}
+
+int
+config_load(const char *path, struct config *c, struct buf *err)
+{
+	struct parse p;
+	const char *what = NULL;
+	char *text = NULL;
+	int line, rc = -1;
+
+	memset(c, 0, sizeof *c);
+	c->tolerance = 300;
+	c->max_body = 1048576;
+	c->handler_timeout = 60;
+	c->max_attempts = 12;
+	c->retention = 7 * 86400;
+	c->settle = 2;
+	c->busy_timeout = 5000;
+	c->synchronous = CONFIG_SYNC_FULL;
+	memset(&p, 0, sizeof p);
+	p.c = c;
+	buf_reset(err);
+
+	if ((c->path = strdup(path)) == NULL) {
+		(void)buf_printf(err, "%s: out of memory", path);
+		goto out;
+	}
+	if ((text = slurp(path, &what)) == NULL) {
+		(void)buf_printf(err, "%s: cannot read: %s", path, what);
+		goto out;
+	}
+	/* Debian's inih takes these at run time: exact values, and a line
+	 * buffer as large as the largest file so no line is ever cut. */
+	ini_allow_multiline = 0;
+	ini_allow_inline_comments = 0;
+	ini_use_stack = 0;
+	ini_allow_realloc = 1;
+	ini_max_line = CONFIG_FILE_MAX + 3;
+	ini_initial_alloc = 256;
+	ini_stop_on_first_error = 1;
+	line = ini_parse_string(text, on_pair, &p);
+	if (line != 0 || p.what != NULL) {
+		if (line == -2)
+			(void)buf_printf(err, "%s: out of memory", path);
+		else if (p.what != NULL)
+			(void)buf_printf(err, "%s:%d: %s: %s", path, line, p.key,
+			    p.what);
+		else
+			(void)buf_printf(err, "%s:%d: not a key = value line",
+			    path, line);
+		goto out;
+	}
+	if (c->database == NULL) {
+		(void)buf_printf(err, "%s: database: required", path);
+		goto out;
+	}
+	if (c->nsecrets == 0) {
+		(void)buf_printf(err, "%s: secret: required (at least one "
+		    "whsec_… or whpk_…)", path);
+		goto out;
+	}
+	if (resolve(c, &c->database) == -1 ||
+	    (c->log != NULL && resolve(c, &c->log) == -1)) {
+		(void)buf_printf(err, "%s: out of memory", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (text != NULL) {
+		sodium_memzero(text, strlen(text));	/* it held secrets */
+		free(text);
+	}
+	if (rc == -1)
+		config_free(c);
+	return rc;
+}
+
+void
+config_free(struct config *c)
+{
+	size_t i;
+
+	free(c->path);
+	free(c->database);
+	free(c->handler);
+	free(c->log);
+	for (i = 0; i < SIGNATURE_KEYS_MAX; i++)
+		signature_key_wipe(&c->secrets[i]);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,54 @@
+/*
+ * config: the one INI-style file of DESIGN.md "Configuration" (contract).
+ *
+ * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
+ * are taken exactly (no inline comments: a handler command may contain
+ * ';').  Unknown keys are errors.  inih does the parsing.
+ */
+#ifndef WEBHOOK_CONFIG_H
+#define WEBHOOK_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "signature.h"
+#include "util.h"
+
+/* Largest config file, bytes: a config is a few hundred bytes; the cap
+ * also bounds the longest line, so no line is ever split. */
+#define CONFIG_FILE_MAX	(64 * 1024)
+/* Shortest retention: the provider retries for up to 3 days. */
+#define CONFIG_RETENTION_MIN	(3 * 86400)
+
+enum config_sync { CONFIG_SYNC_FULL = 0, CONFIG_SYNC_NORMAL = 1 };
+
+struct config {
+	char			*path;		/* the file read; owned */
+	char			*database;	/* owned */
+	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
+	size_t			 nsecrets;
+	int64_t			 tolerance;	/* seconds, default 300 */
+	int64_t			 max_body;	/* bytes, default 1048576 */
+	char			*handler;	/* owned; NULL when unset */
+	int64_t			 handler_timeout;	/* seconds, default 60 */
+	int64_t			 max_attempts;	/* default 12 */
+	int64_t			 retention;	/* seconds, default 7d */
+	int64_t			 settle;	/* seconds, default 2 */
+	int64_t			 busy_timeout;	/* milliseconds, default 5000 */
+	enum config_sync	 synchronous;	/* default FULL */
+	char			*log;		/* owned; NULL = stderr */
+};
+
+/*
+ * Read and validate `path`.  On success returns 0 and *c holds the values
+ * (free with config_free).  On failure returns -1, *c is empty, and `err`
+ * holds one line "file:line: key: what is wrong" (or "file: …" when no
+ * line applies) — never a secret's value.  `database` and at least one
+ * usable `secret` are required; `handler` is checked by the drainer.
+ */
+int	config_load(const char *path, struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
+/* Release everything, wiping secrets.  Accepts a zeroed or freed config. */
+void	config_free(struct config *c);
+
+#endif

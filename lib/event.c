@@ -1,0 +1,122 @@
+/*
+ * event: field extraction with cJSON.  See event.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "event.h"
+
+int
+event_is_relay(const char *webhook_id)
+{
+	return strncmp(webhook_id, "in_", 3) == 0;
+}
+
+/* A bounded copy of a JSON string member, or NULL (noting why). */
+static char *
+string_field(const cJSON *obj, const char *name, struct event_fields *f,
+    int *oom)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+	char *s;
+
+	if (!cJSON_IsString(it) || it->valuestring == NULL)
+		return NULL;
+	if (strlen(it->valuestring) > EVENT_FIELD_MAX) {
+		if (f->note == NULL)
+			f->note = "a field is longer than EVENT_FIELD_MAX; left out";
+		return NULL;
+	}
+	if ((s = strdup(it->valuestring)) == NULL)
+		*oom = 1;
+	return s;
+}
+
+static void
+instant_field(const cJSON *obj, const char *name, char out[INSTANT_SIZE],
+    struct event_fields *f, const char *bad)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	out[0] = '\0';
+	if (it == NULL || cJSON_IsNull(it))
+		return;
+	if (!cJSON_IsString(it) || it->valuestring == NULL ||
+	    instant_parse(it->valuestring, strlen(it->valuestring), out) == -1) {
+		out[0] = '\0';
+		if (f->note == NULL)
+			f->note = bad;
+	}
+}
+
+int
+event_extract(const char *webhook_id, const char *body, size_t len,
+    struct event_fields *f)
+{
+	const cJSON *data, *id;
+	cJSON *root = NULL;
+	int oom = 0;
+
+	memset(f, 0, sizeof *f);
+	if (event_is_relay(webhook_id) || len == 0)
+		return 0;
+	/* cJSON stops at a NUL byte; such a body is simply not JSON to us. */
+	if (memchr(body, '\0', len) != NULL)
+		return 0;
+	if ((root = cJSON_ParseWithLength(body, len)) == NULL ||
+	    !cJSON_IsObject(root))
+		goto out;
+
+	f->type = string_field(root, "type", f, &oom);
+	f->created_at_raw = string_field(root, "createdAt", f, &oom);
+	instant_field(root, "createdAt", f->created_at, f,
+	    "createdAt is not an ISO-8601 instant; no event clock");
+
+	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	if (!cJSON_IsObject(data))
+		goto out;
+	f->object_type = string_field(data, "object", f, &oom);
+	id = cJSON_GetObjectItemCaseSensitive(data, "id");
+	if (cJSON_IsString(id)) {
+		f->object_id = string_field(data, "id", f, &oom);
+	} else if (cJSON_IsNumber(id)) {
+		double d = id->valuedouble;
+		/* 2^53: past it, distinct ids collapse into one double. */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 &&
+		    d == (double)(long long)d) {
+			char tmp[32];
+			snprintf(tmp, sizeof tmp, "%lld", (long long)d);
+			if ((f->object_id = strdup(tmp)) == NULL)
+				oom = 1;
+		} else if (f->note == NULL) {
+			f->note = "data.id is a number that is not an exact "
+			    "integer below 2^53; no object key";
+		}
+	}
+	instant_field(data, "updated_at", f->updated_at, f,
+	    "data.updated_at is not an ISO-8601 instant; no object version");
+	f->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(data,
+	    "object_truncated"));
+	/* An object key needs both halves. */
+	if (f->object_type == NULL || f->object_id == NULL) {
+		free(f->object_type);
+		free(f->object_id);
+		f->object_type = f->object_id = NULL;
+	}
+out:
+	cJSON_Delete(root);
+	return oom ? -1 : 0;
+}
+
+void
+event_fields_free(struct event_fields *f)
+{
+	free(f->type);
+	free(f->created_at_raw);
+	free(f->object_type);
+	free(f->object_id);
+	memset(f, 0, sizeof *f);
+}

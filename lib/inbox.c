@@ -1,0 +1,1017 @@
+/*
+ * inbox: the SQLite implementation of inbox.h.
+ *
+ * SQLite discipline (STYLE.md 11): bound parameters only, every rc checked
+ * and reported with sqlite3_errmsg, BEGIN IMMEDIATE for every write
+ * transaction (a deferred BEGIN that reads then writes fails at once with
+ * SQLITE_BUSY when another connection wrote meanwhile), hot statements
+ * prepared once per connection.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+#include <sqlite3.h>
+
+#include "inbox.h"
+
+/* schema.sql, linked in by schema.S (NUL-terminated). */
+extern const char schema_sql[];
+
+#define SCHEMA_VERSION	1
+
+/* Largest handler output tail kept for `show`, bytes. */
+#define OUTPUT_KEEP	4096
+
+struct inbox {
+	sqlite3		*db;
+	char		*path;
+	int64_t		 busy_timeout_ns;
+	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
+	sqlite3_stmt	*begin, *commit, *rollback, *insert;
+};
+
+/* The columns every event query selects, in inbox_event order. */
+#define EVENT_COLUMNS \
+	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \
+	" created_at, created_at_raw, object_type, object_id, updated_at," \
+	" truncated, sort_at, attempts, failures, next_at, finished_at," \
+	" requeued, last_error, last_output, rowid, body IS NOT NULL"
+#define EVENT_NCOLUMNS	22
+
+/*
+ * Busy handler: the default one sleeps 1, 2, 5 … 100 ms, which with a few
+ * writer processes turns into p99 of hundreds of ms (FIELD-NOTES).  A
+ * commit holds the lock for well under a millisecond, so poll in short
+ * randomised steps (20 µs doubling to 1 ms) until the deadline.
+ */
+static int
+busy_wait(void *arg, int count)
+{
+	struct inbox *ib = arg;
+	int64_t now = util_mono_ns();
+	struct timespec ts;
+	uint32_t us;
+
+	if (count == 0)
+		ib->busy_start = now;
+	if (now - ib->busy_start >= ib->busy_timeout_ns)
+		return 0;
+	us = 20u << (count < 6 ? count : 6);
+	us = us / 2 + randombytes_uniform(us);
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)us * 1000;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+static enum inbox_status
+db_fail(struct inbox *ib, struct buf *err, const char *what, int rc)
+{
+	buf_reset(err);
+	(void)buf_printf(err, "%s: %s: %s", ib->path, what,
+	    ib->db ? sqlite3_errmsg(ib->db) : sqlite3_errstr(rc));
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		return INBOX_BUSY;
+	return INBOX_FAILED;
+}
+
+static int
+prepare(struct inbox *ib, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v3(ib->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    st, NULL);
+}
+
+static int
+step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static int
+begin(struct inbox *ib)
+{
+	return step_done(ib->begin);
+}
+
+static int
+commit(struct inbox *ib)
+{
+	return step_done(ib->commit);
+}
+
+static void
+rollback(struct inbox *ib)
+{
+	if (!sqlite3_get_autocommit(ib->db))
+		(void)step_done(ib->rollback);
+}
+
+/* Run a statement with no result rows (schema, PRAGMA). */
+static int
+exec(struct inbox *ib, const char *sql)
+{
+	return sqlite3_exec(ib->db, sql, NULL, NULL, NULL);
+}
+
+static int
+apply_schema(struct inbox *ib, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, version = -1;
+
+	if ((rc = exec(ib, "BEGIN IMMEDIATE")) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db, "PRAGMA user_version", -1, &st,
+	    NULL)) != SQLITE_OK)
+		goto fail;
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+		goto fail;
+	version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (version > SCHEMA_VERSION) {
+		rollback(ib);
+		buf_reset(err);
+		(void)buf_printf(err, "%s: schema version %d is newer than this "
+		    "program's %d", ib->path, version, SCHEMA_VERSION);
+		return INBOX_FAILED;
+	}
+	if (version == 0) {
+		if ((rc = exec(ib, schema_sql)) != SQLITE_OK)
+			goto fail;
+		if ((rc = exec(ib, "PRAGMA user_version = 1")) != SQLITE_OK)
+			goto fail;
+	}
+	if ((rc = exec(ib, "COMMIT")) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "applying the schema", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
+    struct buf *err)
+{
+	struct inbox *ib;
+	sqlite3_stmt *st = NULL;
+	enum inbox_status s = INBOX_FAILED;
+	int rc;
+
+	*out = NULL;
+	if ((ib = calloc(1, sizeof *ib)) == NULL ||
+	    (ib->path = strdup(path)) == NULL) {
+		free(ib);
+		buf_reset(err);
+		(void)buf_printf(err, "%s: out of memory", path);
+		return INBOX_FAILED;
+	}
+	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	rc = sqlite3_open_v2(path, &ib->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		s = db_fail(ib, err, "cannot open", rc);
+		goto out;
+	}
+	sqlite3_extended_result_codes(ib->db, 1);
+	sqlite3_busy_handler(ib->db, busy_wait, ib);
+
+	/* WAL: the receiver's commits never wait on the drainer's reads.  It
+	 * does not work on network filesystems; say so instead of limping. */
+	if ((rc = sqlite3_prepare_v2(ib->db, "PRAGMA journal_mode = WAL", -1,
+	    &st, NULL)) != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW) {
+		s = db_fail(ib, err, "setting WAL mode", rc);
+		goto out;
+	}
+	if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: the database refuses WAL mode (a "
+		    "network filesystem?)", path);
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	/* FULL: a 200 promises the row is on disk (FIELD-NOTES "SQLite").
+	 * journal_size_limit: the WAL is truncated back after checkpoints
+	 * instead of keeping its high-water size. */
+	if ((rc = exec(ib, o->synchronous == CONFIG_SYNC_NORMAL ?
+	    "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")) != SQLITE_OK ||
+	    (rc = exec(ib, "PRAGMA journal_size_limit = 67108864")) != SQLITE_OK) {
+		s = db_fail(ib, err, "setting pragmas", rc);
+		goto out;
+	}
+	if ((s = apply_schema(ib, err)) != INBOX_OK)
+		goto out;
+	s = INBOX_FAILED;
+	if ((rc = prepare(ib, "BEGIN IMMEDIATE", &ib->begin)) != SQLITE_OK ||
+	    (rc = prepare(ib, "COMMIT", &ib->commit)) != SQLITE_OK ||
+	    (rc = prepare(ib, "ROLLBACK", &ib->rollback)) != SQLITE_OK ||
+	    (rc = prepare(ib,
+	    "INSERT INTO events (webhook_id, body, received_at, webhook_timestamp,"
+	    " secret_fp, type, created_at, created_at_raw, object_type, object_id,"
+	    " updated_at, truncated, sort_at, next_at)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+	    " coalesce(?7, ?3), ?3)"
+	    " ON CONFLICT (webhook_id) DO NOTHING", &ib->insert)) != SQLITE_OK) {
+		s = db_fail(ib, err, "preparing statements", rc);
+		goto out;
+	}
+	*out = ib;
+	return INBOX_OK;
+out:
+	sqlite3_finalize(st);
+	inbox_close(ib);
+	return s;
+}
+
+void
+inbox_close(struct inbox *ib)
+{
+	if (ib == NULL)
+		return;
+	sqlite3_finalize(ib->begin);
+	sqlite3_finalize(ib->commit);
+	sqlite3_finalize(ib->rollback);
+	sqlite3_finalize(ib->insert);
+	sqlite3_close(ib->db);
+	free(ib->path);
+	free(ib);
+}
+
+/* Bind text or NULL (for "" too). */
+static int
+bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s == NULL || *s == '\0')
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+static int
+bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
+{
+	if (instant_format(ns, tmp) == -1)
+		return SQLITE_RANGE;
+	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
+}
+
+enum inbox_status
+inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+{
+	const struct event_fields *f = d->fields;
+	sqlite3_stmt *st = ib->insert;
+	char now[INSTANT_SIZE];
+	int rc, changed;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = bind_text(st, 1, d->webhook_id)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_blob64(st, 2, d->body != NULL ? d->body : "",
+	    d->body_len, SQLITE_STATIC)) != SQLITE_OK ||
+	    /* received_at is taken inside the lock, so arrival order and
+	     * commit order agree. */
+	    (rc = bind_instant(st, 3, util_now_ns(), now)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 4, d->webhook_timestamp)) != SQLITE_OK ||
+	    (rc = bind_text(st, 5, d->secret_fp)) != SQLITE_OK ||
+	    (rc = bind_text(st, 6, f->type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 7, f->created_at)) != SQLITE_OK ||
+	    (rc = bind_text(st, 8, f->created_at_raw)) != SQLITE_OK ||
+	    (rc = bind_text(st, 9, f->object_type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 10, f->object_id)) != SQLITE_OK ||
+	    (rc = bind_text(st, 11, f->updated_at)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 12, f->truncated)) != SQLITE_OK)
+		goto fail;
+	rc = sqlite3_step(st);
+	changed = sqlite3_changes(ib->db);
+	sqlite3_clear_bindings(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
+fail:
+	{
+		enum inbox_status s = db_fail(ib, err, "storing the event", rc);
+		sqlite3_clear_bindings(st);
+		sqlite3_reset(st);
+		rollback(ib);
+		return s;
+	}
+}
+
+void
+inbox_event_init(struct inbox_event *e)
+{
+	memset(e, 0, sizeof *e);
+	buf_init(&e->body, SIZE_MAX / 2);
+	buf_init(&e->last_output, SIZE_MAX / 2);
+}
+
+void
+inbox_event_free(struct inbox_event *e)
+{
+	free(e->webhook_id);
+	free(e->secret_fp);
+	free(e->type);
+	free(e->created_at_raw);
+	free(e->object_type);
+	free(e->object_id);
+	free(e->last_error);
+	buf_free(&e->body);
+	buf_free(&e->last_output);
+	inbox_event_init(e);
+}
+
+static char *
+col_dup(sqlite3_stmt *st, int i, int *oom)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	char *s;
+
+	if (t == NULL)
+		return NULL;
+	if ((s = strdup((const char *)t)) == NULL)
+		*oom = 1;
+	return s;
+}
+
+static void
+col_instant(sqlite3_stmt *st, int i, char out[INSTANT_SIZE])
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	out[0] = '\0';
+	if (t != NULL && strlen((const char *)t) == INSTANT_LEN)
+		memcpy(out, t, INSTANT_SIZE);
+}
+
+/* Fill *e from a row of EVENT_COLUMNS (+ body as column EVENT_NCOLUMNS when
+ * with_body).  Returns 0, or -1 when out of memory. */
+static int
+read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
+{
+	const unsigned char *state;
+	int oom = 0;
+
+	inbox_event_free(e);
+	e->webhook_id = col_dup(st, 0, &oom);
+	state = sqlite3_column_text(st, 1);
+	snprintf(e->state, sizeof e->state, "%s", state ? (const char *)state : "");
+	col_instant(st, 2, e->received_at);
+	e->webhook_timestamp = sqlite3_column_int64(st, 3);
+	e->secret_fp = col_dup(st, 4, &oom);
+	e->type = col_dup(st, 5, &oom);
+	col_instant(st, 6, e->created_at);
+	e->created_at_raw = col_dup(st, 7, &oom);
+	e->object_type = col_dup(st, 8, &oom);
+	e->object_id = col_dup(st, 9, &oom);
+	col_instant(st, 10, e->updated_at);
+	e->truncated = sqlite3_column_int(st, 11);
+	col_instant(st, 12, e->sort_at);
+	e->attempts = sqlite3_column_int64(st, 13);
+	e->failures = sqlite3_column_int64(st, 14);
+	col_instant(st, 15, e->next_at);
+	col_instant(st, 16, e->finished_at);
+	e->requeued = sqlite3_column_int(st, 17);
+	e->last_error = col_dup(st, 18, &oom);
+	if (sqlite3_column_type(st, 19) != SQLITE_NULL &&
+	    buf_append(&e->last_output, sqlite3_column_blob(st, 19),
+	    (size_t)sqlite3_column_bytes(st, 19)) == -1)
+		oom = 1;
+	e->seq = sqlite3_column_int64(st, 20);
+	e->has_body = sqlite3_column_int(st, 21);
+	if (with_body && e->has_body) {
+		const void *b = sqlite3_column_blob(st, EVENT_NCOLUMNS);
+		int n = sqlite3_column_bytes(st, EVENT_NCOLUMNS);
+		if (buf_append(&e->body, b != NULL ? b : "", (size_t)n) == -1)
+			oom = 1;
+	}
+	return oom ? -1 : 0;
+}
+
+/* "No pending event of the same object sorts before this one." */
+#define NOT_HELD(e) \
+	" (" e ".object_id IS NULL OR NOT EXISTS (SELECT 1 FROM events o" \
+	"   WHERE o.state = 'pending' AND o.object_type = " e ".object_type" \
+	"   AND o.object_id = " e ".object_id" \
+	"   AND (o.sort_at, o.received_at, o.rowid) <" \
+	"       (" e ".sort_at, " e ".received_at, " e ".rowid)))"
+
+enum inbox_status
+inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
+    int64_t settle_ns, struct inbox_event *e, struct buf *err)
+{
+	static const char sql[] =
+	    "SELECT " EVENT_COLUMNS ", body FROM events e"
+	    " WHERE state = 'pending' AND next_at <= ?1"
+	    " AND (requeued = 1 OR received_at <= ?2)"
+	    " AND (?3 = 0 OR (sort_at, received_at, rowid) > (?4, ?5, ?6))"
+	    " AND" NOT_HELD("e")
+	    " ORDER BY sort_at, received_at, rowid LIMIT 1";
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE], settled[INSTANT_SIZE];
+	enum inbox_status s = INBOX_NOT_FOUND;
+	int rc;
+
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 3, cur->started)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 4, cur->sort_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 5, cur->received_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 6, cur->seq)) != SQLITE_OK) {
+		s = db_fail(ib, err, "finding due events", rc);
+		goto out;
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		if (read_event(st, e, 1) == -1) {
+			buf_reset(err);
+			(void)buf_printf(err, "%s: out of memory", ib->path);
+			s = INBOX_FAILED;
+			goto out;
+		}
+		memcpy(cur->sort_at, e->sort_at, INSTANT_SIZE);
+		memcpy(cur->received_at, e->received_at, INSTANT_SIZE);
+		cur->seq = e->seq;
+		cur->started = 1;
+		s = INBOX_OK;
+	} else if (rc != SQLITE_DONE) {
+		s = db_fail(ib, err, "finding due events", rc);
+	}
+out:
+	sqlite3_finalize(st);
+	return s;
+}
+
+/* The stale rule against the object's clocks; *stale 0/1.  Runs inside the
+ * caller's transaction when there is one. */
+static int
+check_stale(struct inbox *ib, const struct inbox_event *e, int *stale)
+{
+	static const char sql[] =
+	    "SELECT (?3 IS NOT NULL AND done_created_at IS NOT NULL"
+	    "        AND ?3 < done_created_at)"
+	    "    OR (?4 IS NOT NULL AND done_updated_at IS NOT NULL"
+	    "        AND ?4 < done_updated_at)"
+	    " FROM objects WHERE object_type = ?1 AND object_id = ?2";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*stale = 0;
+	if (e->object_id == NULL || e->object_type == NULL)
+		return SQLITE_OK;
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, e->object_type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 2, e->object_id)) != SQLITE_OK ||
+	    (rc = bind_text(st, 3, e->created_at)) != SQLITE_OK ||
+	    (rc = bind_text(st, 4, e->updated_at)) != SQLITE_OK)
+		goto out;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*stale = sqlite3_column_int(st, 0);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	}
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+enum inbox_status
+inbox_is_stale(struct inbox *ib, const struct inbox_event *e, int *stale,
+    struct buf *err)
+{
+	int rc = check_stale(ib, e, stale);
+
+	return rc == SQLITE_OK ? INBOX_OK : db_fail(ib, err, "stale check", rc);
+}
+
+/* Run an UPDATE/INSERT/DELETE with its parameters bound by the caller's
+ * callback-free protocol: prepare, bind text/int params, step. */
+static int
+run_stmt(struct inbox *ib, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	(void)ib;
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+enum inbox_status
+inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
+    enum inbox_claim *claim, struct buf *err)
+{
+	static const char recheck[] =
+	    "SELECT requeued FROM events e WHERE webhook_id = ?1"
+	    " AND state = 'pending' AND" NOT_HELD("e");
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE];
+	int rc, stale;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db, recheck, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK)
+		goto fail;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		*claim = INBOX_SKIPPED;
+		sqlite3_finalize(st);
+		rollback(ib);
+		return INBOX_OK;
+	}
+	if (rc != SQLITE_ROW)
+		goto fail;
+	e->requeued = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = check_stale(ib, e, &stale)) != SQLITE_OK)
+		goto fail;
+	if (stale && !e->requeued) {
+		if ((rc = sqlite3_prepare_v2(ib->db,
+		    "UPDATE events SET state = 'stale', finished_at = ?2"
+		    " WHERE webhook_id = ?1", -1, &st, NULL)) != SQLITE_OK ||
+		    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
+		    (rc = bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
+		    (rc = run_stmt(ib, st)) != SQLITE_OK)
+			goto fail;
+		*claim = INBOX_MARKED_STALE;
+	} else {
+		if ((rc = sqlite3_prepare_v2(ib->db,
+		    "UPDATE events SET attempts = attempts + 1"
+		    " WHERE webhook_id = ?1", -1, &st, NULL)) != SQLITE_OK ||
+		    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
+		    (rc = run_stmt(ib, st)) != SQLITE_OK)
+			goto fail;
+		e->attempts++;
+		*claim = stale ? INBOX_CLAIMED_STALE : INBOX_CLAIMED;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "claiming an event", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+static int
+bind_output(sqlite3_stmt *st, int i, const void *output, size_t len)
+{
+	if (output == NULL || len == 0)
+		return sqlite3_bind_null(st, i);
+	if (len > OUTPUT_KEEP) {	/* keep the tail: the end says why */
+		output = (const char *)output + (len - OUTPUT_KEEP);
+		len = OUTPUT_KEEP;
+	}
+	return sqlite3_bind_blob64(st, i, output, len, SQLITE_STATIC);
+}
+
+enum inbox_status
+inbox_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
+    const void *output, size_t output_len, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "UPDATE events SET state = 'done', finished_at = ?2, requeued = 0,"
+	    " last_error = NULL, last_output = ?3 WHERE webhook_id = ?1",
+	    -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
+	    (rc = bind_output(st, 3, output, output_len)) != SQLITE_OK ||
+	    (rc = run_stmt(ib, st)) != SQLITE_OK)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (e->object_id != NULL && e->object_type != NULL) {
+		/* Clocks only move forward: max() ignores NULLs' absence via
+		 * coalesce, and a requeued old event cannot move them back. */
+		if ((rc = sqlite3_prepare_v2(ib->db,
+		    "INSERT INTO objects (object_type, object_id, done_created_at,"
+		    " done_updated_at, done_at) VALUES (?1, ?2, ?3, ?4, ?5)"
+		    " ON CONFLICT (object_type, object_id) DO UPDATE SET"
+		    " done_created_at = CASE"
+		    "   WHEN excluded.done_created_at IS NULL THEN done_created_at"
+		    "   WHEN done_created_at IS NULL THEN excluded.done_created_at"
+		    "   ELSE max(done_created_at, excluded.done_created_at) END,"
+		    " done_updated_at = CASE"
+		    "   WHEN excluded.done_updated_at IS NULL THEN done_updated_at"
+		    "   WHEN done_updated_at IS NULL THEN excluded.done_updated_at"
+		    "   ELSE max(done_updated_at, excluded.done_updated_at) END,"
+		    " done_at = excluded.done_at", -1, &st, NULL)) != SQLITE_OK ||
+		    (rc = bind_text(st, 1, e->object_type)) != SQLITE_OK ||
+		    (rc = bind_text(st, 2, e->object_id)) != SQLITE_OK ||
+		    (rc = bind_text(st, 3, e->created_at)) != SQLITE_OK ||
+		    (rc = bind_text(st, 4, e->updated_at)) != SQLITE_OK ||
+		    (rc = sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC)) != SQLITE_OK ||
+		    (rc = run_stmt(ib, st)) != SQLITE_OK)
+			goto fail;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "marking done", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
+    int64_t now_ns, int64_t retry_ns, int64_t max_attempts, const char *error,
+    const void *output, size_t output_len, int *dead, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE], next[INSTANT_SIZE];
+	int rc;
+
+	*dead = 0;
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "UPDATE events SET failures = failures + 1, last_error = ?2,"
+	    " last_output = ?3,"
+	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
+	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"
+	    " next_at = ?6"
+	    " WHERE webhook_id = ?1 AND state = 'pending'"
+	    " RETURNING state = 'dead'", -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
+	    (rc = bind_text(st, 2, error)) != SQLITE_OK ||
+	    (rc = bind_output(st, 3, output, output_len)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 4, max_attempts)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 5, now_ns, now)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 6, now_ns + retry_ns, next)) != SQLITE_OK)
+		goto fail;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*dead = sqlite3_column_int(st, 0);
+		rc = sqlite3_step(st);
+	}
+	if (rc != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "recording a failure", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+/* The operator filter as one fixed WHERE clause with optional parameters
+ * (?1 … ?7), so no SQL is ever assembled from input. */
+#define FILTER_WHERE \
+	" WHERE (?1 IS NULL OR webhook_id = ?1)" \
+	" AND (?2 IS NULL OR state = ?2)" \
+	" AND (?3 IS NULL OR type GLOB ?3)" \
+	" AND (?4 IS NULL OR object_type = ?4)" \
+	" AND (?5 IS NULL OR object_id = ?5)" \
+	" AND (?6 IS NULL OR received_at >= ?6)" \
+	" AND (?7 IS NULL OR received_at < ?7)"
+
+static int
+bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
+    char since[INSTANT_SIZE], char until[INSTANT_SIZE])
+{
+	int rc;
+
+	if ((rc = bind_text(st, 1, f->webhook_id)) != SQLITE_OK ||
+	    (rc = bind_text(st, 2, f->state)) != SQLITE_OK ||
+	    (rc = bind_text(st, 3, f->type_glob)) != SQLITE_OK ||
+	    (rc = bind_text(st, 4, f->object_type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 5, f->object_id)) != SQLITE_OK)
+		return rc;
+	if (f->since_ns != 0)
+		rc = bind_instant(st, 6, f->since_ns, since);
+	if (rc == SQLITE_OK && f->until_ns != 0)
+		rc = bind_instant(st, 7, f->until_ns, until);
+	return rc;
+}
+
+enum inbox_status
+inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
+    int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
+{
+	static const char sql[] =
+	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
+	    " state = 'pending' AND NOT" NOT_HELD("e")
+	    " FROM events e" FILTER_WHERE
+	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
+	sqlite3_stmt *st = NULL;
+	struct inbox_event e;
+	char since[INSTANT_SIZE], until[INSTANT_SIZE];
+	enum inbox_status s = INBOX_OK;
+	int rc;
+
+	inbox_event_init(&e);
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_filter(st, f, since, until)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 8, f->limit > 0 ? f->limit : -1)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK) {
+		s = db_fail(ib, err, "listing events", rc);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (read_event(st, &e, with_body) == -1) {
+			buf_reset(err);
+			(void)buf_printf(err, "%s: out of memory", ib->path);
+			s = INBOX_FAILED;
+			goto out;
+		}
+		e.blocked = sqlite3_column_int(st, EVENT_NCOLUMNS + 1);
+		if (fn(&e, arg) == -1)
+			goto out;
+	}
+	if (rc != SQLITE_DONE)
+		s = db_fail(ib, err, "listing events", rc);
+out:
+	inbox_event_free(&e);
+	sqlite3_finalize(st);
+	return s;
+}
+
+enum inbox_status
+inbox_count(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
+    struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char since[INSTANT_SIZE], until[INSTANT_SIZE];
+	enum inbox_status s = INBOX_OK;
+	int rc;
+
+	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT count(*) FROM events"
+	    FILTER_WHERE, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_filter(st, f, since, until)) != SQLITE_OK ||
+	    (rc = sqlite3_step(st)) != SQLITE_ROW)
+		s = db_fail(ib, err, "counting events", rc);
+	else
+		*n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return s;
+}
+
+/* One filtered write in one transaction; *n = rows changed. */
+static enum inbox_status
+filtered_write(struct inbox *ib, const char *sql, const struct inbox_filter *f,
+    int64_t now_ns, int64_t *n, const char *what, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char since[INSTANT_SIZE], until[INSTANT_SIZE], now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = bind_filter(st, f, since, until)) != SQLITE_OK ||
+	    (sqlite3_bind_parameter_count(st) >= 8 &&
+	    (rc = bind_instant(st, 8, now_ns, now)) != SQLITE_OK) ||
+	    (rc = run_stmt(ib, st)) != SQLITE_OK)
+		goto fail;
+	*n = sqlite3_changes(ib->db);
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, what, rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
+    int64_t *n, struct buf *err)
+{
+	return filtered_write(ib,
+	    "UPDATE events SET state = 'pending', failures = 0, requeued = 1,"
+	    " next_at = ?8, finished_at = NULL" FILTER_WHERE,
+	    f, now_ns, n, "requeueing", err);
+}
+
+enum inbox_status
+inbox_forget(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
+    struct buf *err)
+{
+	return filtered_write(ib, "DELETE FROM events" FILTER_WHERE, f, 0, n,
+	    "forgetting", err);
+}
+
+/* One batch of a purge statement; returns rows changed or -1. */
+static int64_t
+purge_batch(struct inbox *ib, const char *sql, const char *cutoff, int *rc)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	if ((*rc = begin(ib)) != SQLITE_OK)
+		return -1;
+	if ((*rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) == SQLITE_OK &&
+	    (*rc = sqlite3_bind_text(st, 1, cutoff, -1, SQLITE_STATIC)) == SQLITE_OK &&
+	    (*rc = sqlite3_bind_int(st, 2, INBOX_PURGE_BATCH)) == SQLITE_OK &&
+	    (*rc = run_stmt(ib, st)) == SQLITE_OK) {
+		n = sqlite3_changes(ib->db);
+		*rc = commit(ib);
+	}
+	sqlite3_finalize(st);
+	if (*rc != SQLITE_OK) {
+		rollback(ib);
+		return -1;
+	}
+	return n;
+}
+
+enum inbox_status
+inbox_purge(struct inbox *ib, int64_t now_ns, int64_t retention_ns,
+    int64_t *bodies, int64_t *rows, struct buf *err)
+{
+	static const char *const sql[] = {
+		/* bodies of finished events past retention */
+		"UPDATE events SET body = NULL, last_output = NULL"
+		" WHERE rowid IN (SELECT rowid FROM events"
+		"  WHERE finished_at IS NOT NULL AND finished_at < ?1"
+		"  AND state IN ('done', 'stale')"
+		"  AND (body IS NOT NULL OR last_output IS NOT NULL) LIMIT ?2)",
+		/* ids past max(retention, 31 d) */
+		"DELETE FROM events WHERE rowid IN (SELECT rowid FROM events"
+		"  WHERE finished_at IS NOT NULL AND finished_at < ?1"
+		"  AND state IN ('done', 'stale') LIMIT ?2)",
+		/* object clocks not advanced since */
+		"DELETE FROM objects WHERE (object_type, object_id) IN"
+		" (SELECT object_type, object_id FROM objects"
+		"  WHERE done_at < ?1 LIMIT ?2)",
+	};
+	char cut_body[INSTANT_SIZE], cut_ids[INSTANT_SIZE];
+	int64_t keep_ids = retention_ns > INBOX_KEEP_IDS_NS ? retention_ns :
+	    INBOX_KEEP_IDS_NS;
+	int64_t got;
+	int rc = SQLITE_OK, i;
+
+	*bodies = *rows = 0;
+	if (instant_format(now_ns - retention_ns, cut_body) == -1 ||
+	    instant_format(now_ns - keep_ids, cut_ids) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: purge: clock out of range", ib->path);
+		return INBOX_FAILED;
+	}
+	for (i = 0; i < 3; i++) {
+		do {
+			got = purge_batch(ib, sql[i], i == 0 ? cut_body : cut_ids, &rc);
+			if (got < 0)
+				return db_fail(ib, err, "purging", rc);
+			if (i == 0)
+				*bodies += got;
+			else if (i == 1)
+				*rows += got;
+		} while (got == INBOX_PURGE_BATCH);
+	}
+	return INBOX_OK;
+}
+
+static void
+meta_get(struct inbox *ib, const char *key, char *out, size_t outsz)
+{
+	sqlite3_stmt *st = NULL;
+
+	out[0] = '\0';
+	if (sqlite3_prepare_v2(ib->db, "SELECT value FROM meta WHERE key = ?1",
+	    -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+		snprintf(out, outsz, "%s", sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+enum inbox_status
+inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
+    struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	/* One read transaction, so the figures agree with each other. */
+	if ((rc = exec(ib, "BEGIN")) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "SELECT state, count(*) FROM events GROUP BY state", -1, &st,
+	    NULL)) != SQLITE_OK)
+		goto fail;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		int64_t n = sqlite3_column_int64(st, 1);
+		if (s == NULL)
+			continue;
+		if (strcmp(s, "pending") == 0)
+			r->pending = n;
+		else if (strcmp(s, "done") == 0)
+			r->done = n;
+		else if (strcmp(s, "stale") == 0)
+			r->stale = n;
+		else if (strcmp(s, "dead") == 0)
+			r->dead = n;
+	}
+	if (rc != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "SELECT min(received_at), sum(failures > 0) FROM events"
+	    " WHERE state = 'pending'", -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = sqlite3_step(st)) != SQLITE_ROW)
+		goto fail;
+	col_instant(st, 0, r->oldest_pending);
+	r->waiting_retry = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	st = NULL;
+	meta_get(ib, "last_run_started", r->last_run_started,
+	    sizeof r->last_run_started);
+	meta_get(ib, "last_run_finished", r->last_run_finished,
+	    sizeof r->last_run_finished);
+	meta_get(ib, "last_run_outcome", r->last_run_outcome,
+	    sizeof r->last_run_outcome);
+	(void)exec(ib, "COMMIT");
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "status", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_note_run(struct inbox *ib, int64_t now_ns, const char *outcome,
+    struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "INSERT INTO meta (key, value) VALUES (?1, ?2), (?3, ?4)"
+	    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+	    -1, &st, NULL)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 1, outcome == NULL ? "last_run_started" :
+	    "last_run_finished", -1, SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 3, "last_run_outcome", -1,
+	    SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 4, outcome == NULL ? "running" : outcome,
+	    -1, SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = run_stmt(ib, st)) != SQLITE_OK)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "noting the run", rc);
+		rollback(ib);
+		return s;
+	}
+}

@@ -1,0 +1,225 @@
+/*
+ * inbox: the event store (DESIGN.md "The inbox", "The drainer").
+ *
+ * This interface speaks of events and states only — never of SQLite handles
+ * or SQL text — so that a PostgreSQL implementation can sit behind it.
+ * Every write is one short explicit transaction (BEGIN IMMEDIATE … COMMIT);
+ * nothing here holds a transaction across a call boundary.
+ *
+ * Times are instants in the normalised form of lib/instant.h, passed as
+ * nanoseconds since the epoch where the caller computes them.
+ */
+#ifndef WEBHOOK_INBOX_H
+#define WEBHOOK_INBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "event.h"
+#include "instant.h"
+#include "util.h"
+
+struct inbox;
+
+struct inbox_options {
+	int64_t			busy_timeout_ms;	/* wait for the write lock, ≥ 1 */
+	enum config_sync	synchronous;
+};
+
+/* Outcome of a call that may meet a busy or broken database. */
+enum inbox_status {
+	INBOX_OK = 0,
+	INBOX_DUPLICATE,	/* inbox_store: the webhook-id is already there */
+	INBOX_NOT_FOUND,	/* no such event */
+	INBOX_BUSY,		/* the write lock stayed taken past busy_timeout */
+	INBOX_FAILED		/* anything else: disk full, read-only, I/O… */
+};
+
+/*
+ * Open (creating if needed) the inbox at `path`: WAL journal, the
+ * configured synchronous level, a busy handler that waits in steps of tens
+ * of microseconds (not SQLite's 1…100 ms) up to busy_timeout_ms, the schema
+ * applied when user_version is 0.  Returns INBOX_OK and *out (close with
+ * inbox_close), or another status with a one-line reason in `err` (which
+ * names the path and SQLite's message) and *out NULL.
+ */
+enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
+	    struct inbox **out, struct buf *err)
+	    __attribute__((warn_unused_result));
+void	inbox_close(struct inbox *ib);	/* accepts NULL */
+
+/* A verified delivery, as the receiver stores it. */
+struct inbox_delivery {
+	const char		*webhook_id;	/* NUL-terminated */
+	int64_t			 webhook_timestamp;	/* Unix seconds */
+	const char		*secret_fp;	/* fingerprint of the verifying key */
+	const void		*body;		/* exact bytes */
+	size_t			 body_len;
+	const struct event_fields *fields;	/* extracted at receive time */
+};
+
+/*
+ * Store a delivery under its webhook-id in one transaction (BEGIN
+ * IMMEDIATE; INSERT … ON CONFLICT(webhook_id) DO NOTHING; COMMIT).
+ * INBOX_OK: new and committed (durable per the synchronous level);
+ * INBOX_DUPLICATE: already there, nothing written; INBOX_BUSY / INBOX_FAILED:
+ * nothing written, reason in err.  After INBOX_FAILED the caller should
+ * close and reopen the inbox before the next call.
+ */
+enum inbox_status inbox_store(struct inbox *ib, const struct inbox_delivery *d,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* One event as the drainer and the operator see it. */
+struct inbox_event {
+	char	*webhook_id;
+	char	 state[8];		/* pending, done, stale, dead */
+	struct buf body;		/* exact bytes; has_body 0 once purged */
+	int	 has_body;
+	char	 received_at[INSTANT_SIZE];
+	int64_t	 webhook_timestamp;
+	char	*secret_fp;
+	char	*type;
+	char	 created_at[INSTANT_SIZE];	/* "" when none */
+	char	*created_at_raw;
+	char	*object_type;		/* NULL when no object key */
+	char	*object_id;
+	char	 updated_at[INSTANT_SIZE];	/* "" when none */
+	int	 truncated;
+	char	 sort_at[INSTANT_SIZE];
+	int64_t	 attempts;		/* hand-outs over its life */
+	int64_t	 failures;		/* since received or requeued */
+	char	 next_at[INSTANT_SIZE];
+	char	 finished_at[INSTANT_SIZE];	/* "" while pending */
+	int	 requeued;
+	char	*last_error;
+	struct buf last_output;
+	int64_t	 seq;			/* arrival tiebreak (internal order) */
+	/* Filled by inbox_list for pending events: held behind an earlier
+	 * pending event of the same object. */
+	int	 blocked;
+};
+void	inbox_event_init(struct inbox_event *e);
+void	inbox_event_free(struct inbox_event *e);	/* then reusable */
+
+/*
+ * The drainer's cursor over due events, in hand-out order (sort_at, then
+ * arrival).  An event is due when pending, next_at ≤ now, received at
+ * least `settle_ns` ago (unless requeued), and no pending event of its own
+ * object sorts before it (DESIGN.md "Per-object order under failure").
+ * Call inbox_next_due repeatedly with the same cursor: INBOX_OK fills *e,
+ * INBOX_NOT_FOUND means none left; BUSY/FAILED as usual.
+ */
+struct inbox_cursor {
+	char	sort_at[INSTANT_SIZE];
+	char	received_at[INSTANT_SIZE];
+	int64_t	seq;
+	int	started;
+};
+enum inbox_status inbox_next_due(struct inbox *ib, struct inbox_cursor *cur,
+	    int64_t now_ns, int64_t settle_ns, struct inbox_event *e,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* What inbox_claim decided. */
+enum inbox_claim {
+	INBOX_CLAIMED,		/* hand it out; attempts incremented */
+	INBOX_CLAIMED_STALE,	/* requeued: hand out although stale */
+	INBOX_MARKED_STALE,	/* older than what was done: now 'stale' */
+	INBOX_SKIPPED		/* no longer pending or now held: leave it */
+};
+
+/*
+ * In one transaction: re-check that `e` is still pending and first of its
+ * object, apply the stale rule (DESIGN.md "Stale rule") and either mark it
+ * stale or count the hand-out (attempts + 1, reflected in e->attempts).
+ * *claim says which.  Returns INBOX_OK or BUSY/FAILED.
+ */
+enum inbox_status inbox_claim(struct inbox *ib, struct inbox_event *e,
+	    int64_t now_ns, enum inbox_claim *claim, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * Record the handler's verdict in one transaction.  Done: state 'done',
+ * the object's clocks advanced (never moved back).  Failed: failures + 1;
+ * `dead` when failures reaches max_attempts, else next_at = now + retry_ns.
+ * `error` is a short reason, `output`/`output_len` the tail of the
+ * handler's output (both may be NULL).  *dead tells whether it just died.
+ */
+enum inbox_status inbox_finish_done(struct inbox *ib, const struct inbox_event *e,
+	    int64_t now_ns, const void *output, size_t output_len,
+	    struct buf *err) __attribute__((warn_unused_result));
+enum inbox_status inbox_finish_failed(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, int64_t retry_ns,
+	    int64_t max_attempts, const char *error, const void *output,
+	    size_t output_len, int *dead, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* Which events an operator command applies to (NULL/"" = any). */
+struct inbox_filter {
+	const char	*webhook_id;	/* exact id */
+	const char	*state;
+	const char	*type_glob;	/* GLOB pattern, e.g. "payment.*" */
+	const char	*object_type;
+	const char	*object_id;
+	int64_t		 since_ns;	/* received at or after; 0 = any */
+	int64_t		 until_ns;	/* received before; 0 = any */
+	int64_t		 limit;		/* list only; 0 = no limit */
+};
+
+/* Call fn for each matching event in hand-out order (bodies not loaded
+ * unless with_body).  fn returns 0 to go on, -1 to stop. */
+enum inbox_status inbox_list(struct inbox *ib, const struct inbox_filter *f,
+	    int with_body, int (*fn)(const struct inbox_event *, void *),
+	    void *arg, struct buf *err) __attribute__((warn_unused_result));
+
+/* Count matching events (for a dry run). */
+enum inbox_status inbox_count(struct inbox *ib, const struct inbox_filter *f,
+	    int64_t *n, struct buf *err) __attribute__((warn_unused_result));
+
+/*
+ * Requeue: make matching events pending and due now with a fresh failure
+ * budget, marked requeued (handed out even if stale).  Forget: delete the
+ * matching rows (the object's clocks stay).  Both in one transaction;
+ * *n gets the number of events changed.
+ */
+enum inbox_status inbox_requeue(struct inbox *ib, const struct inbox_filter *f,
+	    int64_t now_ns, int64_t *n, struct buf *err)
+	    __attribute__((warn_unused_result));
+enum inbox_status inbox_forget(struct inbox *ib, const struct inbox_filter *f,
+	    int64_t *n, struct buf *err) __attribute__((warn_unused_result));
+
+/* Would this event be stale now?  (For requeue's warning.)  *stale 0/1. */
+enum inbox_status inbox_is_stale(struct inbox *ib, const struct inbox_event *e,
+	    int *stale, struct buf *err) __attribute__((warn_unused_result));
+
+/*
+ * Retention (DESIGN.md `retention`): bodies and outputs of done/stale events
+ * finished before now - retention are dropped; their rows, and object clocks
+ * not advanced since, go after max(retention, 31 days).  Dead events are
+ * never purged.  Works in batches of INBOX_PURGE_BATCH rows, one short
+ * transaction each.  Counts go to *bodies and *rows.
+ */
+#define INBOX_PURGE_BATCH	500
+#define INBOX_KEEP_IDS_NS	(31LL * 86400 * 1000000000)
+enum inbox_status inbox_purge(struct inbox *ib, int64_t now_ns,
+	    int64_t retention_ns, int64_t *bodies, int64_t *rows,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+struct inbox_status_report {
+	int64_t	pending, done, stale, dead;
+	int64_t	waiting_retry;		/* pending with failures > 0 */
+	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */
+	char	last_run_started[INSTANT_SIZE];	/* "" when never */
+	char	last_run_finished[INSTANT_SIZE];
+	char	last_run_outcome[64];
+};
+enum inbox_status inbox_status_report(struct inbox *ib,
+	    struct inbox_status_report *r, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* Record a drainer run's start / end and outcome (short text). */
+enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,
+	    const char *outcome, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * util: the small helpers every module needs — range-checked number
+ * parsing, durations, a growable byte buffer with a cap, log lines with
+ * untrusted text escaped.  Nothing here knows about webhooks.
+ */
+#ifndef WEBHOOK_UTIL_H
+#define WEBHOOK_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WARN_UNUSED __attribute__((warn_unused_result))
+
+/*
+ * Parse a plain decimal integer: ASCII digits only, no sign, no spaces, no
+ * leading zero unless the number is "0" (the canonical form that Standard
+ * Webhooks signs; see vectors "timestamp_leading_zero").  `s` need not be
+ * NUL-terminated; `len` is its length in bytes.  On success stores the value
+ * (0 ≤ value ≤ max) in *out and returns 0; returns -1 for anything else,
+ * including overflow and len == 0.
+ */
+int util_parse_decimal(const char *s, size_t len, int64_t max, int64_t *out) WARN_UNUSED;
+
+/*
+ * Parse a config integer: optional leading '-', digits, nothing after.
+ * Returns 0 and stores into *out when min ≤ value ≤ max, else -1.
+ */
+int util_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) WARN_UNUSED;
+
+/*
+ * Parse a duration as DESIGN.md "Configuration" defines it: whole seconds,
+ * or a number followed by one unit of s, m, h, d ("90s", "15m", "36h",
+ * "7d").  Stores seconds (0 ≤ seconds ≤ max_seconds) in *out; returns 0, or
+ * -1 when malformed or out of range.
+ */
+int util_parse_duration(const char *s, int64_t max_seconds, int64_t *out) WARN_UNUSED;
+
+/*
+ * A growable byte buffer that refuses to grow past `cap` bytes (curl's
+ * dynbuf idea).  Always NUL-terminated one byte past `len` so text users
+ * can print it, but `len` is the truth: bodies may contain NUL bytes.
+ */
+struct buf {
+	char	*data;	/* owned; NULL until the first append */
+	size_t	 len;	/* bytes in use, excluding the terminating NUL */
+	size_t	 size;	/* bytes allocated */
+	size_t	 cap;	/* most bytes `len` may reach */
+};
+
+void	buf_init(struct buf *b, size_t cap);
+/* Append n bytes.  Returns 0, or -1 when it would pass cap (buffer unchanged)
+ * or on allocation failure (errno ENOMEM); callers tell them apart by errno
+ * (E2BIG for the cap). */
+int	buf_append(struct buf *b, const void *p, size_t n) WARN_UNUSED;
+/* Append formatted text; 0 or -1 like buf_append.  Not warn_unused: it
+ * also builds best-effort error messages, where a cut message is fine. */
+int	buf_printf(struct buf *b, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	buf_reset(struct buf *b);	/* len = 0, keeps the allocation */
+void	buf_free(struct buf *b);	/* frees; b may be reused after buf_init */
+
+/*
+ * Copy at most `len` bytes of untrusted text into `out` (size `outsz` ≥ 8)
+ * for a log line: printable ASCII kept, anything else as \xHH, cut with
+ * "..." when it does not fit (a log line is a summary, not a record).
+ * Returns out.
+ */
+char	*util_escape(const char *s, size_t len, char *out, size_t outsz);
+
+/*
+ * Log lines: "2026-11-30T07:15:07Z webhook.fcgi[123]: message".  They go to
+ * the file given to log_open (appended, created 0640), or stderr when none
+ * or when it cannot be opened (then that failure is logged to stderr once).
+ * Never pass secrets or bodies; pass ids through util_escape.
+ */
+void	log_init(const char *progname);
+void	log_open(const char *path);	/* NULL or "" means stderr */
+void	log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_vmsg(const char *fmt, va_list ap);
+
+/* Wall clock, nanoseconds since the epoch (CLOCK_REALTIME, which libfaketime
+ * moves in tests). */
+int64_t	util_now_ns(void);
+/* Monotonic clock in nanoseconds, for timeouts and measurements. */
+int64_t	util_mono_ns(void);
+
+#endif
