@@ -30,6 +30,7 @@ struct inbox {
 	char		*path;
 	int64_t		 busy_timeout_ns;
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
+	int		 wal;		/* the journal mode is WAL */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 };
 
@@ -73,7 +74,8 @@ db_fail(struct inbox *ib, struct buf *err, const char *what, int rc)
 	buf_reset(err);
 	(void)buf_printf(err, "%s: %s: %s", ib->path, what,
 	    ib->db ? sqlite3_errmsg(ib->db) : sqlite3_errstr(rc));
-	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+	/* Extended result codes are on: compare the primary code. */
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
 		return INBOX_BUSY;
 	return INBOX_FAILED;
 }
@@ -161,6 +163,50 @@ fail:
 	}
 }
 
+/* Run a one-row PRAGMA and tell whether its text answer is "wal". */
+static int
+journal_pragma(struct inbox *ib, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) == SQLITE_OK &&
+	    (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *mode = sqlite3_column_text(st, 0);
+		ib->wal = mode != NULL && strcmp((const char *)mode, "wal") == 0;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Switch to WAL.  Changing the journal mode does not go through the busy
+ * handler: when several processes open a new inbox at once (a web server
+ * starting its workers), the losers get SQLITE_BUSY at once.  So look
+ * first (an inbox already in WAL needs no lock), and retry the switch in
+ * short steps until busy_timeout.
+ */
+static int
+set_wal(struct inbox *ib)
+{
+	int64_t deadline = util_mono_ns() + ib->busy_timeout_ns;
+	int rc, count = 0;
+
+	if ((rc = journal_pragma(ib, "PRAGMA journal_mode")) != SQLITE_OK ||
+	    ib->wal)
+		return rc;
+	for (;;) {
+		rc = journal_pragma(ib, "PRAGMA journal_mode = WAL");
+		if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+			return rc;
+		if (util_mono_ns() >= deadline)
+			return rc;
+		ib->busy_start = util_mono_ns();
+		(void)busy_wait(ib, ++count);
+	}
+}
+
 enum inbox_status
 inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
@@ -190,19 +236,16 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 
 	/* WAL: the receiver's commits never wait on the drainer's reads.  It
 	 * does not work on network filesystems; say so instead of limping. */
-	if ((rc = sqlite3_prepare_v2(ib->db, "PRAGMA journal_mode = WAL", -1,
-	    &st, NULL)) != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW) {
+	if ((rc = set_wal(ib)) != SQLITE_OK) {
 		s = db_fail(ib, err, "setting WAL mode", rc);
 		goto out;
 	}
-	if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
+	if (!ib->wal) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: the database refuses WAL mode (a "
 		    "network filesystem?)", path);
 		goto out;
 	}
-	sqlite3_finalize(st);
-	st = NULL;
 	/* FULL: a 200 promises the row is on disk (FIELD-NOTES "SQLite").
 	 * journal_size_limit: the WAL is truncated back after checkpoints
 	 * instead of keeping its high-water size. */
