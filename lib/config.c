@@ -114,6 +114,18 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 			return fail(p, "settle", "not a duration between 0s and 1h");
 		return 1;
 	}
+	if (KEY("retry_base")) {
+		if (util_parse_duration(value, 86400, &c->retry_base) == -1 ||
+		    c->retry_base < 1)
+			return fail(p, "retry_base", "not a duration between 1s and 1d");
+		return 1;
+	}
+	if (KEY("retry_max")) {
+		if (util_parse_duration(value, 7 * 86400, &c->retry_max) == -1 ||
+		    c->retry_max < 1)
+			return fail(p, "retry_max", "not a duration between 1s and 7d");
+		return 1;
+	}
 	if (KEY("busy_timeout")) {
 		/* Seconds; the provider gives up at 15 s, so stay well below. */
 		if (util_parse_duration(value, 10, &v) == -1 || v < 1)
@@ -211,6 +223,8 @@ config_load(const char *path, struct config *c, struct buf *err)
 	c->max_attempts = 12;
 	c->retention = 7 * 86400;
 	c->settle = 2;
+	c->retry_base = 30;
+	c->retry_max = 6 * 3600;
 	c->busy_timeout = 5000;
 	c->synchronous = CONFIG_SYNC_FULL;
 	memset(&p, 0, sizeof p);

@@ -34,6 +34,8 @@ struct config {
 	int64_t			 max_attempts;	/* default 12 */
 	int64_t			 retention;	/* seconds, default 7d */
 	int64_t			 settle;	/* seconds, default 2 */
+	int64_t			 retry_base;	/* seconds before the 1st retry, 30 */
+	int64_t			 retry_max;	/* longest wait between retries, 6h */
 	int64_t			 busy_timeout;	/* milliseconds, default 5000 */
 	enum config_sync	 synchronous;	/* default FULL */
 	char			*log;		/* owned; NULL = stderr */

@@ -1005,6 +1005,14 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	r->waiting_retry = sqlite3_column_int64(st, 1);
 	sqlite3_finalize(st);
 	st = NULL;
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "SELECT count(*) FROM events e WHERE state = 'pending'"
+	    " AND object_id IS NOT NULL AND NOT" NOT_HELD("e"), -1, &st,
+	    NULL)) != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW)
+		goto fail;
+	r->blocked = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
 	meta_get(ib, "last_run_started", r->last_run_started,
 	    sizeof r->last_run_started);
 	meta_get(ib, "last_run_finished", r->last_run_finished,

@@ -208,6 +208,7 @@ enum inbox_status inbox_purge(struct inbox *ib, int64_t now_ns,
 struct inbox_status_report {
 	int64_t	pending, done, stale, dead;
 	int64_t	waiting_retry;		/* pending with failures > 0 */
+	int64_t	blocked;		/* pending behind an earlier one of its object */
 	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */
 	char	last_run_started[INSTANT_SIZE];	/* "" when never */
 	char	last_run_finished[INSTANT_SIZE];

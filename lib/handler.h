@@ -1,0 +1,60 @@
+/*
+ * handler: run the user's command for one event (DESIGN.md "Handler").
+ *
+ * `/bin/sh -c COMMAND` in a process group of its own, the event's body on
+ * stdin, WEBHOOK_* in the environment, stdout and stderr captured together
+ * (the tail is kept, the rest drained), killed with its whole group when
+ * it passes the timeout.  Stdin is written while output is read (poll), so
+ * bodies larger than a pipe buffer cannot deadlock, and a handler that exits
+ * without reading stdin is no error (EPIPE is expected; SIGPIPE is ignored
+ * here and reset to default in the child).
+ */
+#ifndef WEBHOOK_HANDLER_H
+#define WEBHOOK_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+/* Bytes of output kept (the tail): enough for a stack trace's end. */
+#define HANDLER_OUTPUT_KEEP	4096
+/* After the timeout: SIGTERM to the group, then SIGKILL this much later. */
+#define HANDLER_KILL_GRACE_NS	(2LL * 1000000000)
+
+struct handler_env {
+	const char	*name;	/* e.g. "WEBHOOK_ID" */
+	const char	*value;	/* NULL: the variable is removed */
+};
+
+struct handler_result {
+	int	 exited;	/* 1: exited with `status`; 0: killed by `signal` */
+	int	 status;
+	int	 signal;
+	int	 timed_out;	/* killed by us past the timeout */
+	int64_t	 elapsed_ns;
+	char	 output[HANDLER_OUTPUT_KEEP];	/* tail of stdout+stderr */
+	size_t	 output_len;
+	int	 output_cut;	/* more was written than kept */
+	char	 error[160];	/* short reason when not exit 0: "exit 3",
+				 * "killed by signal 9", "timed out after 60 s" */
+};
+
+/*
+ * Run `command` with `input` (input_len bytes) on stdin and the variables in
+ * env[0..nenv) added to our environment.  Waits at most timeout_ns, then
+ * kills the process group (SIGTERM, then SIGKILL after the grace).  When the
+ * shell exits, any processes it left in its group are killed too: a handler
+ * runs to completion, and stray children would hold the run lock.
+ * Returns 0 with *r filled (success means r->exited && r->status == 0), or
+ * -1 when the handler could not be started (err says why).
+ */
+int	handler_run(const char *command, const void *input, size_t input_len,
+	    const struct handler_env *env, size_t nenv, int64_t timeout_ns,
+	    struct handler_result *r, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* 1 when the result counts as success. */
+int	handler_ok(const struct handler_result *r);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * runlock: flock(2) beside the inbox.  See runlock.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "runlock.h"
+
+int
+runlock_try(const char *database, struct buf *err)
+{
+	struct buf path;
+	int fd;
+
+	buf_init(&path, 8192);
+	if (buf_printf(&path, "%s.drain-lock", database) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: lock path too long", database);
+		return -1;
+	}
+	/* No O_CLOEXEC: handlers inherit it on purpose (see runlock.h). */
+	fd = open(path.data, O_RDWR | O_CREAT | O_NOFOLLOW, 0660);
+	if (fd == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
+		buf_free(&path);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			buf_free(&path);
+			return -2;
+		}
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", path.data, strerror(e));
+		buf_free(&path);
+		return -1;
+	}
+	buf_free(&path);
+	return fd;
+}
+
+void
+runlock_release(int fd)
+{
+	if (fd >= 0)
+		close(fd);	/* our copy; an orphaned handler may hold another */
+}
