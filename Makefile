@@ -27,7 +27,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox.c lib/handler.c lib/runlock.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
-	   test_inbox
+	  
 
 .PHONY: all test test-build san bench clean install static
 all: $(B)/webhook.fcgi $(B)/webhook-drain

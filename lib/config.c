@@ -15,7 +15,8 @@
 
 struct parse {
 	struct config	*c;
-	const char	*key;	/* key of the first error */
+	char		 key[80];	/* key of the first error, escaped (inih's
+					 * buffer is gone once parsing ends) */
 	const char	*what;	/* static text of the first error */
 	int		 seen_handler, seen_database, seen_log;
 };
@@ -24,7 +25,7 @@ static int
 fail(struct parse *p, const char *key, const char *what)
 {
 	if (p->what == NULL) {
-		p->key = key;
+		util_escape(key, strlen(key), p->key, sizeof p->key);
 		p->what = what;
 	}
 	return 0;	/* inih: error on this line */
@@ -187,6 +188,25 @@ out:
 	return text;
 }
 
+/* The number of the first line whose first non-blank is '[', or 0. */
+static int
+section_line(const char *text)
+{
+	int line = 1, start = 1;
+
+	for (; *text != '\0'; text++) {
+		if (*text == '\n') {
+			line++;
+			start = 1;
+		} else if (start && *text == '[') {
+			return line;
+		} else if (*text != ' ' && *text != '\t' && *text != '\r') {
+			start = 0;
+		}
+	}
+	return 0;
+}
+
 /* A relative path in the file is relative to the file's own directory, not
  * to whatever directory the web server or cron started us in. */
 static int
@@ -237,6 +257,13 @@ config_load(const char *path, struct config *c, struct buf *err)
 	}
 	if ((text = slurp(path, &what)) == NULL) {
 		(void)buf_printf(err, "%s: cannot read: %s", path, what);
+		goto out;
+	}
+	/* inih reports a section line only when a key follows it; this file
+	 * has no sections, so refuse any line that opens one. */
+	if ((line = section_line(text)) != 0) {
+		(void)buf_printf(err, "%s:%d: sections are not used in this file",
+		    path, line);
 		goto out;
 	}
 	/* Debian's inih takes these at run time: exact values, and a line

@@ -57,6 +57,7 @@ event_extract(const char *webhook_id, const char *body, size_t len,
     struct event_fields *f)
 {
 	const cJSON *data, *id;
+	const char *end = NULL;
 	cJSON *root = NULL;
 	int oom = 0;
 
@@ -66,9 +67,14 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 	/* cJSON stops at a NUL byte; such a body is simply not JSON to us. */
 	if (memchr(body, '\0', len) != NULL)
 		return 0;
-	if ((root = cJSON_ParseWithLength(body, len)) == NULL ||
+	/* cJSON stops after the first value; a body with more after it (two
+	 * objects, trailing garbage) is not JSON, so nothing is extracted. */
+	if ((root = cJSON_ParseWithLengthOpts(body, len, &end, 0)) == NULL ||
 	    !cJSON_IsObject(root))
 		goto out;
+	for (; end < body + len; end++)
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')
+			goto out;
 
 	f->type = string_field(root, "type", f, &oom);
 	f->created_at_raw = string_field(root, "createdAt", f, &oom);

@@ -163,12 +163,14 @@ instant_format(int64_t ns, char out[INSTANT_SIZE])
 int
 instant_to_ns(const char *s, int64_t *ns)
 {
+	char again[INSTANT_SIZE];
 	int64_t secs;
 	long frac;
 
-	/* Only the normalised form: exactly INSTANT_LEN bytes ending in Z. */
-	if (s == NULL || strlen(s) != INSTANT_LEN || s[INSTANT_LEN - 1] != 'Z' ||
-	    parse(s, INSTANT_LEN, &secs, &frac) == -1)
+	/* Only the normalised form: it must format back to itself. */
+	if (s == NULL || strlen(s) != INSTANT_LEN ||
+	    parse(s, INSTANT_LEN, &secs, &frac) == -1 ||
+	    format(secs, frac, again) == -1 || memcmp(again, s, INSTANT_SIZE) != 0)
 		return -1;
 	/* int64 nanoseconds reach years 1678..2262. */
 	if (secs > INT64_MAX / 1000000000 - 1 || secs < INT64_MIN / 1000000000 + 1)

@@ -24,7 +24,7 @@ util_parse_decimal(const char *s, size_t len, int64_t max, int64_t *out)
 	for (i = 0; i < len; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return -1;
-		if (v > (max - (s[i] - '0')) / 10)
+		if (s[i] - '0' > max || v > (max - (s[i] - '0')) / 10)
 			return -1;
 		v = v * 10 + (s[i] - '0');
 	}
@@ -159,7 +159,7 @@ char *
 util_escape(const char *s, size_t len, char *out, size_t outsz)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
+	size_t i, o = 0, need = 0, room;
 
 	if (s == NULL) {
 		snprintf(out, outsz, "-");
@@ -167,13 +167,17 @@ util_escape(const char *s, size_t len, char *out, size_t outsz)
 	}
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
-		size_t need = (c >= 0x20 && c < 0x7f && c != '\\') ? 1 : 4;
-		if (o + need + 4 > outsz) {	/* room for "..." and NUL */
-			memcpy(out + o, "...", 3);
-			o += 3;
+		need += (c >= 0x20 && c < 0x7f && c != '\\') ? 1 : 4;
+	}
+	/* Room for the text and the NUL; when it does not all fit, keep room
+	 * for "..." too. */
+	room = need < outsz ? outsz - 1 : outsz - 4;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		size_t w = (c >= 0x20 && c < 0x7f && c != '\\') ? 1 : 4;
+		if (o + w > room)
 			break;
-		}
-		if (need == 1) {
+		if (w == 1) {
 			out[o++] = (char)c;
 		} else {
 			out[o++] = '\\';
@@ -181,6 +185,10 @@ util_escape(const char *s, size_t len, char *out, size_t outsz)
 			out[o++] = hex[c >> 4];
 			out[o++] = hex[c & 15];
 		}
+	}
+	if (i < len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
 	}
 	out[o] = '\0';
 	return out;

@@ -1,0 +1,41 @@
+/*
+ * check_common: what every unit-test program under tests/ shares.  Each
+ * program is one lib module's tests on the Check framework; its main builds
+ * one Suite and hands it to check_main, which runs it with the verbosity
+ * CK_VERBOSITY asks for (tests/run reads the "NN%: Checks: …" line) and
+ * turns the result into the exit status.
+ */
+#ifndef WEBHOOK_CHECK_COMMON_H
+#define WEBHOOK_CHECK_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <check.h>
+
+/* Array length, for tables of cases. */
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Run every test of `s` (freed here).  Returns the process exit status:
+ * 0 when everything passed, 1 otherwise. */
+static inline int
+check_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
+
+/* Does NUL-terminated `hay` (NULL allowed) contain `needle`? */
+static inline int
+contains(const char *hay, const char *needle)
+{
+	return hay != NULL && strstr(hay, needle) != NULL;
+}
+
+#endif

@@ -1,0 +1,679 @@
+/*
+ * test_config: lib/config.c — the config file of DESIGN.md "Configuration"
+ * (contract): defaults, every key's bounds, and errors that say
+ * "file:line: key: what is wrong" and never show a secret.  Each test
+ * writes its config to a fresh mkstemp file in one directory under /tmp,
+ * which main removes, with anything a crashed test left, at the end.
+ */
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/config.h"
+#include "tests/check_common.h"
+
+#define KAT_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define OTHER_SECRET	"whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+#define ED_KEY		"whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4="
+#define MINIMAL		"database = /var/lib/webhook/inbox.db\n" \
+			"secret = " KAT_SECRET "\n"
+
+/* The directory every test's files go in (made by main). */
+static char confdir[] = "/tmp/webhook-test-config-XXXXXX";
+
+/* One load: the file's path, the result and the error text. */
+struct load {
+	char		path[128];
+	struct config	c;
+	struct buf	err;
+	int		rc;
+};
+
+/* Write `len` bytes of `text` to a fresh file in `dir` and load it; the
+ * file is removed before returning (the path is kept for messages). */
+static void
+load_in(const char *dir, const char *text, size_t len, struct load *l)
+{
+	int fd;
+
+	snprintf(l->path, sizeof l->path, "%s/webhook-conf-XXXXXX", dir);
+	fd = mkstemp(l->path);
+	ck_assert_msg(fd != -1, "mkstemp %s", l->path);
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+	buf_init(&l->err, 4096);
+	l->rc = config_load(l->path, &l->c, &l->err);
+	unlink(l->path);
+}
+
+static void
+load(const char *text, struct load *l)
+{
+	load_in(confdir, text, strlen(text), l);
+}
+
+static void
+load_done(struct load *l)
+{
+	config_free(&l->c);
+	buf_free(&l->err);
+}
+
+/* The error text, "" when none was written. */
+static const char *
+err_text(const struct load *l)
+{
+	return l->err.data ? l->err.data : "";
+}
+
+/* The load succeeded. */
+#define LOADED(l) ck_assert_msg((l)->rc == 0, "refused: %s", err_text(l))
+
+/* The load failed with exactly "<path><rest>". */
+#define FAILED_WITH(l, rest) do {					\
+	char want_[512];						\
+	snprintf(want_, sizeof want_, "%s%s", (l)->path, (rest));	\
+	ck_assert_msg((l)->rc == -1, "accepted, want error %s", want_);	\
+	ck_assert_msg(strcmp(err_text(l), want_) == 0,			\
+	    "error \"%s\", want \"%s\"", err_text(l), want_);		\
+} while (0)
+
+/* A failed load leaves the config empty. */
+static void
+assert_empty_config(const struct config *c)
+{
+	ck_assert_ptr_null(c->path);
+	ck_assert_ptr_null(c->database);
+	ck_assert_ptr_null(c->handler);
+	ck_assert_ptr_null(c->log);
+	ck_assert_uint_eq(c->nsecrets, 0);
+}
+
+/* Does the error show any 8-byte run of `secret`? */
+static int
+shows_secret(const char *err, const char *secret)
+{
+	size_t n = strlen(secret);
+	char win[9];
+
+	for (size_t i = 0; i + 8 <= n; i++) {
+		memcpy(win, secret + i, 8);
+		win[8] = '\0';
+		if (strstr(err, win) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+START_TEST(defaults)
+{
+	struct load l;
+
+	load(MINIMAL, &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.path, l.path);
+	ck_assert_str_eq(l.c.database, "/var/lib/webhook/inbox.db");
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	ck_assert_int_eq(l.c.secrets[0].kind, SIGNATURE_HMAC_SHA256);
+	ck_assert_uint_eq(l.c.secrets[0].keylen, 24);
+	ck_assert_int_eq(l.c.tolerance, 300);
+	ck_assert_int_eq(l.c.max_body, 1048576);
+	ck_assert_int_eq(l.c.handler_timeout, 60);
+	ck_assert_int_eq(l.c.max_attempts, 12);
+	ck_assert_int_eq(l.c.retention, 7 * 86400);
+	ck_assert_int_eq(l.c.settle, 2);
+	ck_assert_int_eq(l.c.busy_timeout, 5000);
+	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_FULL);
+	ck_assert_ptr_null(l.c.handler);
+	ck_assert_ptr_null(l.c.log);
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(every_key)
+{
+	struct load l;
+
+	load("# every key\n"
+	    "database = /srv/inbox.db\n"
+	    "secret = " KAT_SECRET "\n"
+	    "tolerance = 10m\n"
+	    "max_body = 2048\n"
+	    "handler = /usr/local/bin/handle\n"
+	    "handler_timeout = 2m\n"
+	    "max_attempts = 3\n"
+	    "retention = 3d\n"
+	    "settle = 0\n"
+	    "busy_timeout = 2s\n"
+	    "synchronous = NORMAL\n"
+	    "log = /var/log/webhook.log\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.database, "/srv/inbox.db");
+	ck_assert_int_eq(l.c.tolerance, 600);
+	ck_assert_int_eq(l.c.max_body, 2048);
+	ck_assert_str_eq(l.c.handler, "/usr/local/bin/handle");
+	ck_assert_int_eq(l.c.handler_timeout, 120);
+	ck_assert_int_eq(l.c.max_attempts, 3);
+	ck_assert_int_eq(l.c.retention, 3 * 86400);
+	ck_assert_int_eq(l.c.settle, 0);
+	ck_assert_int_eq(l.c.busy_timeout, 2000);
+	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_NORMAL);
+	ck_assert_str_eq(l.c.log, "/var/log/webhook.log");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(comments_and_blank_lines)
+{
+	struct load l;
+
+	load("# a comment\n"
+	    "; another\n"
+	    "\n"
+	    "   \n"
+	    "  # indented comment\n"
+	    "database=/srv/a.db\n"
+	    "   secret   =   " KAT_SECRET "   \n"
+	    "tolerance\t=\t60\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.database, "/srv/a.db");
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	ck_assert_int_eq(l.c.tolerance, 60);
+	load_done(&l);
+}
+END_TEST
+
+/* A config edited on Windows and uploaded by FTP. */
+START_TEST(crlf_lines)
+{
+	struct load l;
+
+	load("database = /srv/a.db\r\nsecret = " KAT_SECRET "\r\n"
+	    "handler = /bin/true\r\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.database, "/srv/a.db");
+	ck_assert_str_eq(l.c.handler, "/bin/true");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(repeatable_secret)
+{
+	struct load l;
+
+	load("database = /srv/a.db\n"
+	    "secret = " KAT_SECRET "\n"
+	    "secret = " OTHER_SECRET "\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 2);
+	ck_assert_str_ne(l.c.secrets[0].fingerprint, l.c.secrets[1].fingerprint);
+	load_done(&l);
+
+	/* Both kinds; in file order. */
+	load("secret = " ED_KEY "\n"
+	    "database = /srv/a.db\n"
+	    "secret = " KAT_SECRET "\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 2);
+	ck_assert_int_eq(l.c.secrets[0].kind, SIGNATURE_ED25519);
+	ck_assert_int_eq(l.c.secrets[1].kind, SIGNATURE_HMAC_SHA256);
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(secret_limit)
+{
+	struct buf text;
+	struct load l;
+	int i;
+
+	buf_init(&text, 8192);
+	ck_assert_int_eq(buf_printf(&text, "database = /srv/a.db\n"), 0);
+	for (i = 0; i < SIGNATURE_KEYS_MAX; i++)
+		ck_assert_int_eq(buf_printf(&text, "secret = whsec_AAAA%c%c%c%c\n",
+		    'A' + i, 'A' + i, 'A' + i, 'A' + i), 0);
+	load(text.data, &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, SIGNATURE_KEYS_MAX);
+	load_done(&l);
+
+	ck_assert_int_eq(buf_printf(&text, "secret = " KAT_SECRET "\n"), 0);
+	load(text.data, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":10: secret: "), "%s", err_text(&l));
+	ck_assert_msg(!shows_secret(err_text(&l), KAT_SECRET + 6), "%s",
+	    err_text(&l));
+	load_done(&l);
+	buf_free(&text);
+}
+END_TEST
+
+START_TEST(unknown_key)
+{
+	struct load l;
+
+	load("# line 1\n"
+	    "; line 2\n"
+	    "\n"
+	    "database = /srv/a.db\n"
+	    "secret = " KAT_SECRET "\n"
+	    "tolerence = 5\n"
+	    "max_body = 10\n", &l);
+	FAILED_WITH(&l, ":6: tolerence: unknown key");
+	assert_empty_config(&l.c);
+	load_done(&l);
+
+	/* Case matters: keys are lower case. */
+	load(MINIMAL "Tolerance = 5\n", &l);
+	FAILED_WITH(&l, ":3: Tolerance: unknown key");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(retention_floor)
+{
+	struct load l;
+
+	load(MINIMAL "retention = 2d\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(strncmp(err_text(&l), l.path, strlen(l.path)) == 0 &&
+	    contains(err_text(&l), ":3: retention: ") &&
+	    contains(err_text(&l), "3d"), "%s", err_text(&l));
+	load_done(&l);
+
+	/* One second short of 3 days. */
+	load(MINIMAL "retention = 259199\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: retention: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+
+	load(MINIMAL "retention = 72h\n", &l);
+	LOADED(&l);
+	ck_assert_int_eq(l.c.retention, 3 * 86400);
+	load_done(&l);
+
+	load(MINIMAL "retention = 7days\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: retention: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(bad_secret_never_shown)
+{
+	static const char *bad[] = {
+		"whsec_MfKQ9r8GKYqrTwjU-D8ILPZIo2LaLaSw",	/* URL-safe */
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS!",
+		"whpk_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",	/* 24 bytes */
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw MfKQ9r8GKYqrTwjU",
+		"MfKQ9r8G KYqrTwjU PD8ILPZI",
+		"hunter2hunter2hunter2",
+	};
+	char text[512];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(bad); i++) {
+		snprintf(text, sizeof text, "database = /srv/a.db\n"
+		    "# the secret\nsecret = %s\n", bad[i]);
+		load(text, &l);
+		ck_assert_msg(l.rc == -1, "took secret %s", bad[i]);
+		ck_assert_msg(contains(err_text(&l), ":3: secret: "), "%s",
+		    err_text(&l));
+		ck_assert_msg(!shows_secret(err_text(&l), bad[i]),
+		    "error shows the secret: %s", err_text(&l));
+		load_done(&l);
+	}
+}
+END_TEST
+
+START_TEST(required_keys)
+{
+	struct load l;
+
+	load("secret = " KAT_SECRET "\n", &l);
+	FAILED_WITH(&l, ": database: required");
+	assert_empty_config(&l.c);
+	ck_assert_msg(!shows_secret(err_text(&l), KAT_SECRET + 6), "%s",
+	    err_text(&l));
+	load_done(&l);
+
+	load("database = /srv/a.db\nhandler = /bin/true\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(strncmp(err_text(&l), l.path, strlen(l.path)) == 0 &&
+	    strncmp(err_text(&l) + strlen(l.path), ": secret: required", 18) == 0,
+	    "%s", err_text(&l));
+	assert_empty_config(&l.c);
+	load_done(&l);
+
+	load("", &l);
+	ck_assert_int_eq(l.rc, -1);
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(relative_paths)
+{
+	char dir[128], want[192];
+	struct load l;
+
+	snprintf(dir, sizeof dir, "%s/sub-XXXXXX", confdir);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	load_in(dir, "database = inbox.db\nsecret = " KAT_SECRET "\n"
+	    "log = logs/webhook.log\n", strlen("database = inbox.db\nsecret = "
+	    KAT_SECRET "\nlog = logs/webhook.log\n"), &l);
+	rmdir(dir);
+	LOADED(&l);
+	snprintf(want, sizeof want, "%s/inbox.db", dir);
+	ck_assert_str_eq(l.c.database, want);
+	snprintf(want, sizeof want, "%s/logs/webhook.log", dir);
+	ck_assert_str_eq(l.c.log, want);
+	load_done(&l);
+
+	/* "data/x.db" relative to the file's directory; an absolute path
+	 * unchanged. */
+	load("database = data/x.db\nsecret = " KAT_SECRET "\n", &l);
+	LOADED(&l);
+	snprintf(want, sizeof want, "%s/data/x.db", confdir);
+	ck_assert_str_eq(l.c.database, want);
+	load_done(&l);
+	load("database = /abs/x.db\nsecret = " KAT_SECRET "\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.database, "/abs/x.db");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(handler_kept_exactly)
+{
+	static const char *handler =
+	    "/usr/bin/env FOO=a;b sh -c 'echo \"#1\"; exit 0' # not a comment ; nor this";
+	char text[512];
+	struct load l;
+
+	snprintf(text, sizeof text, MINIMAL "handler = %s\n", handler);
+	load(text, &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.handler, handler);
+	load_done(&l);
+
+	/* '=' inside a value belongs to the value. */
+	load(MINIMAL "handler = env A=1 B==2 /bin/h\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.handler, "env A=1 B==2 /bin/h");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(no_inline_comments)
+{
+	struct load l;
+
+	/* Values are exact, so a trailing comment makes a number bad. */
+	load(MINIMAL "tolerance = 30 # half a minute\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: tolerance: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+	load(MINIMAL "max_attempts = 5 ; five\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: max_attempts: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(sections_refused)
+{
+	struct load l;
+
+	load("[webhook]\n" MINIMAL, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":1: sections are not used"),
+	    "%s", err_text(&l));
+	assert_empty_config(&l.c);
+	load_done(&l);
+	/* A section line with no key after it is refused too. */
+	load(MINIMAL "  [trailing]\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: sections are not used"),
+	    "%s", err_text(&l));
+	load_done(&l);
+
+	load(MINIMAL "[extra]\nhandler = /bin/true\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: sections are not used"),
+	    "%s", err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+/* A file of exactly `size` bytes: MINIMAL, then one comment line. */
+static char *
+file_of_size(size_t size)
+{
+	char *text = malloc(size + 1);
+	size_t m = strlen(MINIMAL);
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_uint_gt(size, m + 2);
+	memcpy(text, MINIMAL, m);
+	text[m] = '#';
+	memset(text + m + 1, 'x', size - m - 2);
+	text[size - 1] = '\n';
+	text[size] = '\0';
+	return text;
+}
+
+START_TEST(file_size_cap)
+{
+	struct load l;
+	char *text;
+
+	text = file_of_size(CONFIG_FILE_MAX);
+	load_in(confdir, text, CONFIG_FILE_MAX, &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	load_done(&l);
+	free(text);
+
+	text = file_of_size(CONFIG_FILE_MAX + 1);
+	load_in(confdir, text, CONFIG_FILE_MAX + 1, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(strncmp(err_text(&l), l.path, strlen(l.path)) == 0 &&
+	    contains(err_text(&l), "64 KiB"), "%s", err_text(&l));
+	assert_empty_config(&l.c);
+	load_done(&l);
+	free(text);
+}
+END_TEST
+
+START_TEST(empty_value)
+{
+	struct load l;
+
+	load(MINIMAL "log =\n", &l);
+	FAILED_WITH(&l, ":3: log: empty value");
+	load_done(&l);
+	load("database =    \nsecret = " KAT_SECRET "\n", &l);
+	FAILED_WITH(&l, ":1: database: empty value");
+	load_done(&l);
+	load(MINIMAL "secret =\n", &l);
+	FAILED_WITH(&l, ":3: secret: empty value");
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(malformed_lines)
+{
+	struct load l;
+
+	load(MINIMAL "just some words\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: "), "%s", err_text(&l));
+	load_done(&l);
+
+	load(MINIMAL "database = /srv/other.db\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":3: database: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+
+	load_in(confdir, MINIMAL "handler = a\0b\n",
+	    strlen(MINIMAL) + strlen("handler = a") + 3, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), "NUL"), "%s", err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(value_bounds)
+{
+	static const struct { const char *line; const char *key; } bad[] = {
+		{ "tolerance = 0", "tolerance" },
+		{ "tolerance = 2d", "tolerance" },
+		{ "tolerance = -5", "tolerance" },
+		{ "max_body = 0", "max_body" },
+		{ "max_body = 67108865", "max_body" },
+		{ "max_body = 1MiB", "max_body" },
+		{ "handler_timeout = 0", "handler_timeout" },
+		{ "handler_timeout = 2d", "handler_timeout" },
+		{ "max_attempts = 0", "max_attempts" },
+		{ "max_attempts = 1001", "max_attempts" },
+		{ "max_attempts = 3.5", "max_attempts" },
+		{ "settle = 2h", "settle" },
+		{ "settle = fast", "settle" },
+		{ "busy_timeout = 0", "busy_timeout" },
+		{ "busy_timeout = 11", "busy_timeout" },
+		{ "busy_timeout = 5000", "busy_timeout" },
+		{ "synchronous = OFF", "synchronous" },
+		{ "synchronous = Full", "synchronous" },
+	};
+	char text[512], where[64];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(bad); i++) {
+		snprintf(text, sizeof text, MINIMAL "%s\n", bad[i].line);
+		snprintf(where, sizeof where, ":3: %s: ", bad[i].key);
+		load(text, &l);
+		ck_assert_msg(l.rc == -1, "took \"%s\"", bad[i].line);
+		ck_assert_msg(contains(err_text(&l), where), "\"%s\": %s",
+		    bad[i].line, err_text(&l));
+		load_done(&l);
+	}
+
+	load(MINIMAL "max_body = 67108864\nmax_attempts = 1000\n"
+	    "tolerance = 1d\nsettle = 1h\nbusy_timeout = 10s\n"
+	    "synchronous = full\n", &l);
+	LOADED(&l);
+	ck_assert_int_eq(l.c.max_body, 67108864);
+	ck_assert_int_eq(l.c.max_attempts, 1000);
+	ck_assert_int_eq(l.c.tolerance, 86400);
+	ck_assert_int_eq(l.c.settle, 3600);
+	ck_assert_int_eq(l.c.busy_timeout, 10000);
+	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_FULL);
+	load_done(&l);
+}
+END_TEST
+
+START_TEST(unreadable)
+{
+	struct config c;
+	struct buf err;
+
+	buf_init(&err, 4096);
+	ck_assert_int_eq(config_load("/nonexistent/webhook.conf", &c, &err), -1);
+	ck_assert_msg(strncmp(err.data, "/nonexistent/webhook.conf: ", 27) == 0,
+	    "%s", err.data);
+	assert_empty_config(&c);
+	ck_assert_int_eq(config_load("/tmp", &c, &err), -1);
+	ck_assert_msg(strncmp(err.data, "/tmp: ", 6) == 0 &&
+	    contains(err.data, "regular file"), "%s", err.data);
+	assert_empty_config(&c);
+	/* Freeing a zeroed, then a freed, config is harmless. */
+	config_free(&c);
+	config_free(&c);
+	buf_free(&err);
+}
+END_TEST
+
+START_TEST(error_buffer_reused)
+{
+	struct load l;
+	struct config c;
+
+	/* A later load's error replaces the earlier one's. */
+	load(MINIMAL "nope = 1\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_int_eq(config_load("/nonexistent/x.conf", &c, &l.err), -1);
+	ck_assert_msg(strncmp(err_text(&l), "/nonexistent/x.conf: ", 21) == 0,
+	    "%s", err_text(&l));
+	ck_assert_msg(!contains(err_text(&l), "nope"), "%s", err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+static Suite *
+config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc;
+
+	tc = tcase_create("values");
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, every_key);
+	tcase_add_test(tc, comments_and_blank_lines);
+	tcase_add_test(tc, crlf_lines);
+	tcase_add_test(tc, repeatable_secret);
+	tcase_add_test(tc, secret_limit);
+	tcase_add_test(tc, relative_paths);
+	tcase_add_test(tc, handler_kept_exactly);
+	tcase_add_test(tc, value_bounds);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_test(tc, unknown_key);
+	tcase_add_test(tc, retention_floor);
+	tcase_add_test(tc, bad_secret_never_shown);
+	tcase_add_test(tc, required_keys);
+	tcase_add_test(tc, no_inline_comments);
+	tcase_add_test(tc, sections_refused);
+	tcase_add_test(tc, file_size_cap);
+	tcase_add_test(tc, empty_value);
+	tcase_add_test(tc, malformed_lines);
+	tcase_add_test(tc, unreadable);
+	tcase_add_test(tc, error_buffer_reused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static int
+remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) == 0 ? 0 : -1;
+}
+
+int
+main(void)
+{
+	int rc;
+
+	if (mkdtemp(confdir) == NULL) {
+		perror(confdir);
+		return 1;
+	}
+	rc = check_main(config_suite());
+	if (nftw(confdir, remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
+		perror(confdir);
+		rc = 1;
+	}
+	return rc;
+}
