@@ -1,5 +1,6 @@
 # webhook inbox — a plain Makefile (STYLE.md 14).
 #   make            build/webhook.fcgi, build/webhook-drain
+#   make demo       lighttpd on 127.0.0.1, a signed webhook stored and drained
 #   make test       every test, plain and under ASan+UBSan; ends "N passed, N failed"
 #   make bench      benchmarks (bench/RESULTS.md)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -27,9 +28,9 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox.c lib/handler.c lib/runlock.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
-	  
+	  test_inbox test_handler test_runlock
 
-.PHONY: all test test-build san bench clean install static
+.PHONY: all deps test test-all test-build san bench demo clean install static
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 $(B)/%.o: %.c lib/*.h
@@ -63,11 +64,24 @@ test-build: all $(UNIT_TESTS:%=$(B)/tests/%)
 san:
 	$(MAKE) B=build-san CFLAGS='$(SAN_FLAGS)' test-build
 
-test: test-build san
+# `make test` and `make demo` first install what is missing (Debian 12),
+# then run in a fresh make so pkg-config sees the new packages.
+deps:
+	scripts/install-deps
+
+test: deps
+	$(MAKE) test-all
+
+test-all: test-build san
 	tests/run
 
-bench: all
+bench: deps
+	$(MAKE) all
 	bench/run
+
+demo: deps
+	$(MAKE) all
+	scripts/demo
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/webhook-inbox

@@ -1097,6 +1097,9 @@ cmd_send(const struct config *c, struct opts *o)
 		goto out;
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	while (answer.len > 0 && (answer.data[answer.len - 1] == '\n' ||
+	    answer.data[answer.len - 1] == '\r'))
+		answer.len--;
 	printf("%ld webhook-id=%s ", status, id);
 	print_escaped(stdout, answer.data ? answer.data : "", answer.len);
 	putchar('\n');
