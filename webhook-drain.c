@@ -104,7 +104,7 @@ load_config(struct config *c)
 static struct inbox *
 open_inbox(const struct config *c)
 {
-	struct inbox_options o = { c->busy_timeout, c->synchronous };
+	struct inbox_options o = { c->busy_timeout, c->synchronous, 0 };
 	struct inbox *ib = NULL;
 	struct buf err;
 

@@ -31,6 +31,8 @@ struct inbox {
 	int64_t		 busy_timeout_ns;
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
 	int		 wal;		/* the journal mode is WAL */
+	int		 group_commit;	/* see inbox_options */
+	int		 wal_frames;	/* frames in the WAL after the last commit */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 };
 
@@ -163,6 +165,62 @@ fail:
 	}
 }
 
+/* Called after each commit with the WAL's size in frames; replaces SQLite's
+ * auto-checkpoint (see inbox_open). */
+static int
+wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct inbox *ib = arg;
+
+	(void)db;
+	(void)name;
+	ib->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+/*
+ * Make everything this process wrote to the WAL durable: fsync/fdatasync
+ * of SQLite's own WAL file handle (the unix VFS's xSync).  It starts after
+ * our commit's writes returned, so it covers them, whichever process's
+ * later writes it also covers.
+ */
+static int
+sync_wal(struct inbox *ib)
+{
+	sqlite3_file *wal = NULL;
+	int rc;
+
+	rc = sqlite3_file_control(ib->db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+	    &wal);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (wal == NULL || wal->pMethods == NULL)
+		return SQLITE_IOERR_FSYNC;
+	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+}
+
+enum inbox_status
+inbox_maintain(struct inbox *ib, struct buf *err)
+{
+	int rc, rc2, log = 0, done = 0;
+
+	if (!ib->group_commit || ib->wal_frames < INBOX_CHECKPOINT_FRAMES)
+		return INBOX_OK;
+	if ((rc = exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
+		return db_fail(ib, err, "checkpoint", rc);
+	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", SQLITE_CHECKPOINT_PASSIVE,
+	    &log, &done);
+	rc2 = exec(ib, "PRAGMA synchronous = OFF");
+	/* Try again after another INBOX_CHECKPOINT_FRAMES frames at most, even
+	 * if readers kept this one from finishing. */
+	ib->wal_frames = 0;
+	if (rc != SQLITE_OK)
+		return db_fail(ib, err, "checkpoint", rc);
+	if (rc2 != SQLITE_OK)
+		return db_fail(ib, err, "checkpoint", rc2);
+	return INBOX_OK;
+}
+
 /* Run a one-row PRAGMA and tell whether its text answer is "wal". */
 static int
 journal_pragma(struct inbox *ib, const char *sql)
@@ -255,6 +313,24 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		s = db_fail(ib, err, "setting pragmas", rc);
 		goto out;
 	}
+	if (o->group_commit && o->synchronous == CONFIG_SYNC_FULL) {
+		/*
+		 * Group commit.  synchronous=OFF makes COMMIT write the WAL
+		 * frames without a sync; inbox_store syncs the WAL itself once
+		 * the lock is released.  The wal hook replaces auto-checkpoints
+		 * (which would run unsynced, and on the request path) with
+		 * inbox_maintain's, which switch back to FULL: a checkpoint
+		 * must sync the database file before the WAL can be reused,
+		 * or a power cut could lose checkpointed pages.  inbox_close
+		 * does the same before the last-connection checkpoint.
+		 */
+		ib->group_commit = 1;
+		if ((rc = exec(ib, "PRAGMA synchronous = OFF")) != SQLITE_OK) {
+			s = db_fail(ib, err, "setting pragmas", rc);
+			goto out;
+		}
+		sqlite3_wal_hook(ib->db, wal_hook, ib);
+	}
 	if ((s = apply_schema(ib, err)) != INBOX_OK)
 		goto out;
 	s = INBOX_FAILED;
@@ -284,6 +360,9 @@ inbox_close(struct inbox *ib)
 {
 	if (ib == NULL)
 		return;
+	/* The last connection to close checkpoints: with full syncs. */
+	if (ib->group_commit)
+		(void)exec(ib, "PRAGMA synchronous = FULL");
 	sqlite3_finalize(ib->begin);
 	sqlite3_finalize(ib->commit);
 	sqlite3_finalize(ib->rollback);
@@ -344,6 +423,11 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 		goto fail;
 	if ((rc = commit(ib)) != SQLITE_OK)
 		goto fail;
+	/* Group commit: the sync happens outside the lock.  A duplicate is
+	 * synced too: its first copy may be another process's commit whose
+	 * own sync has not finished yet. */
+	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "syncing the WAL", rc);
 	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
 fail:
 	{

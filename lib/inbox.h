@@ -25,6 +25,16 @@ struct inbox;
 struct inbox_options {
 	int64_t			busy_timeout_ms;	/* wait for the write lock, ≥ 1 */
 	enum config_sync	synchronous;
+	/*
+	 * Group commit (for a long-lived receiver process; ignored unless
+	 * synchronous is FULL): commit without syncing while the write lock
+	 * is held, then make the WAL durable after releasing it, so that
+	 * concurrent writers' syncs overlap instead of queueing behind the
+	 * lock.  inbox_store still returns only once the event is on disk.
+	 * Checkpoints leave the store path: call inbox_maintain between
+	 * requests.
+	 */
+	int			group_commit;
 };
 
 /* Outcome of a call that may meet a busy or broken database. */
@@ -49,6 +59,16 @@ enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
 	    __attribute__((warn_unused_result));
 void	inbox_close(struct inbox *ib);	/* accepts NULL */
 
+/*
+ * Between requests (after the answer was sent): with group commit, run a
+ * PASSIVE checkpoint with full syncs once the WAL holds INBOX_CHECKPOINT_FRAMES
+ * frames, so the WAL stays bounded without a checkpoint on any request's
+ * path.  A no-op otherwise.  Returns INBOX_OK, or BUSY/FAILED (harmless: the
+ * next call tries again).
+ */
+#define INBOX_CHECKPOINT_FRAMES	2000
+enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);
+
 /* A verified delivery, as the receiver stores it. */
 struct inbox_delivery {
 	const char		*webhook_id;	/* NUL-terminated */
@@ -63,7 +83,8 @@ struct inbox_delivery {
  * Store a delivery under its webhook-id in one transaction (BEGIN
  * IMMEDIATE; INSERT … ON CONFLICT(webhook_id) DO NOTHING; COMMIT).
  * INBOX_OK: new and committed (durable per the synchronous level);
- * INBOX_DUPLICATE: already there, nothing written; INBOX_BUSY / INBOX_FAILED:
+ * INBOX_DUPLICATE: already there, nothing written (with group commit the
+ * WAL is synced first, since the first copy may not be durable yet); INBOX_BUSY / INBOX_FAILED:
  * nothing written, reason in err.  After INBOX_FAILED the caller should
  * close and reopen the inbox before the next call.
  */
