@@ -25,7 +25,7 @@ SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	    -fno-sanitize-recover=undefined
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
-	   lib/inbox.c lib/handler.c lib/runlock.c
+	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock
@@ -54,7 +54,7 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' -o $@ $< $(B)/libwebhook.a \
-	    $(PKG_LIBS) $(CHECK_LIBS)
+	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
 
 # The vectors live beside the project's root (../shared/vectors).
 VECTORS ?= $(abspath ../shared/vectors/standard-webhooks.json)

@@ -60,3 +60,13 @@ CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value
 ) WITHOUT ROWID;
+
+-- Where `webhook-drain sync RESOURCE` resumes (PROVIDER.md "Webhooks do not
+-- replace synchronisation"): the updated_after of the query in progress and,
+-- within it, the API's page cursor. Updated in the same transaction that
+-- stores a page's objects, so a killed sync neither skips nor repeats.
+CREATE TABLE cursors (
+    name          TEXT PRIMARY KEY,  -- "sync:clients"
+    updated_after TEXT,              -- as the API takes it; NULL: from the start
+    page          TEXT               -- next_cursor within that query; NULL: first page
+) WITHOUT ROWID;

@@ -9,6 +9,8 @@
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
  *   webhook-drain send URL [FILE] [--id ID]
+ *   webhook-drain sync RESOURCE
+ *   webhook-drain recover --since T
  *
  * Argument parsing, output and exit codes only; the inbox, the handler and
  * the lock live in lib/.  Exit codes: 0 success; 1 some event failed this
@@ -29,7 +31,9 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "lib/api.h"
 #include "lib/config.h"
+#include "lib/event.h"
 #include "lib/handler.h"
 #include "lib/inbox.h"
 #include "lib/instant.h"
@@ -60,6 +64,10 @@ usage(void)
 	    "  purge                        apply retention now\n"
 	    "  send URL [FILE] [--id ID]    POST FILE (or stdin) signed with the first\n"
 	    "                               whsec_ secret, as the provider would\n"
+	    "  sync RESOURCE                store objects changed since the last sync\n"
+	    "                               (API updated_after) as events, then run\n"
+	    "  recover --since T            store the provider's events (30 days max)\n"
+	    "                               the inbox lacks, then run\n"
 	    "FILTERS: --state S --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
 	    "config: -c FILE, else $WEBHOOK_CONF, else webhook.conf beside this program\n");
@@ -440,21 +448,157 @@ struct run_counts {
 	int64_t	done, stale, failed, dead, skipped;
 };
 
+/* What one run keeps for its API calls. */
+struct run_api {
+	struct api	*api;		/* opened on first need */
+	int		 open_failed;	/* said once per run */
+	int64_t		 pause_until;	/* monotonic ns: the API asked us to wait */
+};
+
+/* The outcome of preparing what the handler gets for an event. */
+enum refetch_result {
+	REFETCH_NONE,		/* hand out the stored body */
+	REFETCH_OK,		/* hand out the event with the fetched object */
+	REFETCH_GONE,		/* 404: hand out the stored body, say it is gone */
+	REFETCH_STALE,		/* the fetched object is older than what was done */
+	REFETCH_FAILED		/* try again later (*retry_after_s may say when) */
+};
+
+/*
+ * For a truncated event, or one matching `refetch`: GET the object and build
+ * the body the handler gets — the stored event with `data` replaced by the
+ * object (PROVIDER.md "Quando vier object_truncated, busque o objeto").
+ * Without api_url a truncated event goes out as stored (WEBHOOK_TRUNCATED
+ * tells the handler).  *out gets the new body (free it); e->object_version
+ * the object's updated_at; why a short reason on failure.
+ */
+static enum refetch_result
+refetch(struct inbox *ib, const struct config *c, struct run_api *ra,
+    struct inbox_event *e, char **out, int64_t *retry_after_s, struct buf *why)
+{
+	char path[1024];
+	struct buf url, err;
+	cJSON *obj = NULL, *body = NULL;
+	const cJSON *id, *upd;
+	enum refetch_result res = REFETCH_FAILED;
+	enum api_status as;
+	int stale = 0;
+
+	*out = NULL;
+	*retry_after_s = 0;
+	if ((!e->truncated && !config_wants_refetch(c, e->type, e->object_type)) ||
+	    e->object_type == NULL || e->object_id == NULL ||
+	    (c->api_url == NULL && !config_wants_refetch(c, e->type,
+	    e->object_type)))
+		return REFETCH_NONE;
+	buf_init(&url, 4096);
+	buf_init(&err, 4096);
+	buf_reset(why);
+	if (ra->api == NULL) {
+		if (ra->open_failed || api_open(c, &ra->api, &err) == -1) {
+			if (!ra->open_failed)
+				fprintf(stderr, "webhook-drain: refetch: %s\n", err.data);
+			ra->open_failed = 1;
+			(void)buf_printf(why, "refetch: the API client is not configured");
+			goto out;
+		}
+	}
+	if (ra->pause_until > util_mono_ns()) {
+		*retry_after_s = (ra->pause_until - util_mono_ns()) / NS + 1;
+		(void)buf_printf(why, "refetch: the API asked us to wait");
+		goto out;
+	}
+	if (config_resource_path(c, e->object_type, path, sizeof path) == -1 ||
+	    buf_append(&url, path, strlen(path)) == -1 ||
+	    buf_append(&url, "/", 1) == -1 ||
+	    api_escape(ra->api, e->object_id, &url) == -1) {
+		(void)buf_printf(why, "refetch: resource path too long");
+		goto out;
+	}
+	as = api_get(ra->api, url.data, &obj, retry_after_s, &err);
+	if (as == API_NOT_FOUND) {
+		res = REFETCH_GONE;
+		goto out;
+	}
+	if (as != API_OK) {
+		if (as == API_RETRY && *retry_after_s > 0)
+			ra->pause_until = util_mono_ns() + *retry_after_s * NS;
+		if (as == API_AUTH)
+			fprintf(stderr, "webhook-drain: refetch: %s\n", err.data);
+		(void)buf_printf(why, "refetch: %s", err.data);
+		goto out;
+	}
+	/* The object must be the one asked for. */
+	id = cJSON_GetObjectItemCaseSensitive(obj, "id");
+	if (!cJSON_IsObject(obj) || id == NULL ||
+	    !((cJSON_IsString(id) && strcmp(id->valuestring, e->object_id) == 0) ||
+	    (cJSON_IsNumber(id) && (double)strtoll(e->object_id, NULL, 10) ==
+	    id->valuedouble))) {
+		(void)buf_printf(why, "refetch: GET %s: not the object asked for",
+		    url.data);
+		goto out;
+	}
+	upd = cJSON_GetObjectItemCaseSensitive(obj, "updated_at");
+	e->object_version[0] = '\0';
+	if (cJSON_IsString(upd) && instant_parse(upd->valuestring,
+	    strlen(upd->valuestring), e->object_version) == -1)
+		e->object_version[0] = '\0';
+	if (e->object_version[0] != '\0' && !e->requeued) {
+		/* Objects from the API carry updated_at as both clocks. */
+		struct inbox_event probe = *e;
+		memcpy(probe.created_at, e->object_version, INSTANT_SIZE);
+		memcpy(probe.updated_at, e->object_version, INSTANT_SIZE);
+		if (inbox_is_stale(ib, &probe, &stale, &err) != INBOX_OK) {
+			(void)buf_printf(why, "%s", err.data);
+			goto out;
+		}
+		if (stale) {
+			res = REFETCH_STALE;
+			goto out;
+		}
+	}
+	body = cJSON_ParseWithLength(e->body.data ? e->body.data : "", e->body.len);
+	if (!cJSON_IsObject(body)) {
+		(void)buf_printf(why, "refetch: the stored event is not a JSON object");
+		goto out;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "data");
+	cJSON_AddItemToObject(body, "data", obj);
+	obj = NULL;	/* now owned by body */
+	if ((*out = cJSON_PrintUnformatted(body)) == NULL) {
+		(void)buf_printf(why, "refetch: out of memory");
+		goto out;
+	}
+	res = REFETCH_OK;
+out:
+	if (res != REFETCH_OK)
+		e->object_version[0] = '\0';
+	cJSON_Delete(obj);
+	cJSON_Delete(body);
+	buf_free(&url);
+	buf_free(&err);
+	return res;
+}
+
 /* Hand one claimed event to the handler and record the verdict.  Returns 0,
  * or -1 when the inbox could not record it (the event stays pending and is
  * handed out again: at least once). */
 static int
-hand_out(struct inbox *ib, const struct config *c, struct inbox_event *e,
-    int stale, struct run_counts *n)
+hand_out(struct inbox *ib, const struct config *c, struct run_api *ra,
+    struct inbox_event *e, int stale, struct run_counts *n)
 {
 	struct handler_result r;
-	struct handler_env env[8];
+	struct handler_env env[12];
 	char attempt[32], idesc[1100];
-	struct buf err;
+	struct buf err, why;
+	enum refetch_result rf;
+	int64_t retry_after_s = 0, delay;
+	char *fetched = NULL;
 	int dead = 0, rc = 0;
 	size_t nenv = 0;
 
 	buf_init(&err, 4096);
+	buf_init(&why, 4096);
 	snprintf(attempt, sizeof attempt, "%lld", (long long)e->attempts);
 	env[nenv++] = (struct handler_env){ "WEBHOOK_ID", e->webhook_id };
 	env[nenv++] = (struct handler_env){ "WEBHOOK_TYPE", e->type };
@@ -467,8 +611,35 @@ hand_out(struct inbox *ib, const struct config *c, struct inbox_event *e,
 	env[nenv++] = (struct handler_env){ "WEBHOOK_STALE", stale ? "1" : NULL };
 	util_escape(e->webhook_id, strlen(e->webhook_id), idesc, sizeof idesc);
 
-	if (handler_run(c->handler, e->body.data ? e->body.data : "", e->body.len,
-	    env, nenv, c->handler_timeout * NS, &r, &err) == -1) {
+	rf = refetch(ib, c, ra, e, &fetched, &retry_after_s, &why);
+	env[nenv++] = (struct handler_env){ "WEBHOOK_REFETCHED",
+	    rf == REFETCH_OK ? "1" : NULL };
+	env[nenv++] = (struct handler_env){ "WEBHOOK_OBJECT_GONE",
+	    rf == REFETCH_GONE ? "1" : NULL };
+	env[nenv++] = (struct handler_env){ "WEBHOOK_TRUNCATED",
+	    e->truncated && rf != REFETCH_OK ? "1" : NULL };
+	if (rf == REFETCH_STALE) {
+		if (inbox_finish_stale(ib, e, util_now_ns(), &err) != INBOX_OK) {
+			fprintf(stderr, "webhook-drain: %s: %s\n", idesc, err.data);
+			rc = -1;
+		} else {
+			n->stale++;
+			if (verbose)
+				printf("stale   %s (the API's object is older than what "
+				    "was done)\n", idesc);
+		}
+		goto out;
+	}
+	if (rf == REFETCH_FAILED) {
+		/* Not handed out; it counts as a failed attempt (a long API
+		 * outage ends in `dead`, which an operator can requeue). */
+		memset(&r, 0, sizeof r);
+		snprintf(r.error, sizeof r.error, "%s", why.data ? why.data : "refetch failed");
+		goto failed;
+	}
+	if (handler_run(c->handler, fetched != NULL ? fetched :
+	    (e->body.data ? e->body.data : ""), fetched != NULL ? strlen(fetched) :
+	    e->body.len, env, nenv, c->handler_timeout * NS, &r, &err) == -1) {
 		snprintf(r.error, sizeof r.error, "could not start: %s", err.data);
 		r.exited = 0;
 		r.output_len = 0;
@@ -488,10 +659,13 @@ hand_out(struct inbox *ib, const struct config *c, struct inbox_event *e,
 			    (long long)e->attempts, (double)r.elapsed_ns / 1e9);
 		goto out;
 	}
+failed:
 	n->failed++;
-	if (inbox_finish_failed(ib, e, util_now_ns(),
-	    retry_delay(c, e->failures), c->max_attempts, r.error, r.output,
-	    r.output_len, &dead, &err) != INBOX_OK) {
+	delay = retry_delay(c, e->failures);
+	if (retry_after_s * NS > delay)	/* the API's Retry-After is a floor */
+		delay = retry_after_s * NS;
+	if (inbox_finish_failed(ib, e, util_now_ns(), delay, c->max_attempts,
+	    r.error, r.output, r.output_len, &dead, &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s: failed (%s), and the failure "
 		    "was not recorded: %s\n", idesc, r.error, err.data);
 		rc = -1;
@@ -516,7 +690,9 @@ hand_out(struct inbox *ib, const struct config *c, struct inbox_event *e,
 		    (long long)(e->failures + 1), (long long)c->max_attempts);
 	}
 out:
+	free(fetched);
 	buf_free(&err);
+	buf_free(&why);
 	return rc;
 }
 
@@ -526,6 +702,7 @@ cmd_run(const struct config *c, struct opts *o)
 	struct inbox_cursor cur;
 	struct inbox_event e;
 	struct run_counts n;
+	struct run_api ra = { NULL, 0, 0 };
 	struct inbox *ib = NULL;
 	struct buf err;
 	int64_t start = util_mono_ns(), bodies = 0, rows = 0;
@@ -594,7 +771,8 @@ cmd_run(const struct config *c, struct opts *o)
 			break;
 		case INBOX_CLAIMED:
 		case INBOX_CLAIMED_STALE:
-			if (hand_out(ib, c, &e, claim == INBOX_CLAIMED_STALE, &n) == -1)
+			if (hand_out(ib, c, &ra, &e, claim == INBOX_CLAIMED_STALE,
+			    &n) == -1)
 				broken = 1;
 			break;
 		}
@@ -621,6 +799,7 @@ cmd_run(const struct config *c, struct opts *o)
 		    (long long)n.dead, (long long)bodies, (long long)rows);
 	rc = broken || n.failed ? EXIT_FAILED : 0;
 out:
+	api_close(ra.api);
 	inbox_close(ib);
 	runlock_release(lock);
 	buf_free(&err);
@@ -1117,6 +1296,447 @@ out:
 	return rc;
 }
 
+/* ---- sync, recover -------------------------------------------------------- */
+
+/* Objects per page we ask for. */
+#define API_PAGE	100
+/* Waits for a Retry-After within sync/recover, and how long at most. */
+#define API_TRIES	5
+#define API_WAIT_MAX	300
+
+/* Progress on a terminal only: nothing on a pipe or under cron. */
+struct progress {
+	int	 on;
+	int64_t	 start;		/* monotonic ns */
+	int64_t	 from_ns;	/* the clock range being walked, for an ETA */
+	int64_t	 to_ns;
+	int64_t	 pages, items, stored;
+};
+
+static void
+progress_show(struct progress *p, const char *what, const char *at)
+{
+	double secs = (double)(util_mono_ns() - p->start) / 1e9;
+	int64_t at_ns;
+	char eta[32] = "";
+
+	if (!p->on)
+		return;
+	if (at != NULL && instant_to_ns(at, &at_ns) == 0 && at_ns > p->from_ns &&
+	    p->to_ns > p->from_ns && secs > 0.5) {
+		double done = (double)(at_ns - p->from_ns) / (double)(p->to_ns - p->from_ns);
+		if (done > 0.01 && done < 1)
+			snprintf(eta, sizeof eta, ", ETA %.0fs", secs / done - secs);
+	}
+	fprintf(stderr, "\r%s: %lld pages, %lld items (%lld new), %.0f/s%s   ",
+	    what, (long long)p->pages, (long long)p->items, (long long)p->stored,
+	    secs > 0 ? (double)p->items / secs : 0.0, eta);
+	fflush(stderr);
+}
+
+/* GET with a few polite waits on Retry-After (a CLI run can afford them). */
+static enum api_status
+api_get_patiently(struct api *a, const char *path, cJSON **json, struct buf *err)
+{
+	enum api_status as = API_RETRY;
+	int64_t ra;
+	int i;
+
+	for (i = 0; i < API_TRIES; i++) {
+		as = api_get(a, path, json, &ra, err);
+		if (as != API_RETRY)
+			return as;
+		if (ra <= 0)
+			ra = 1LL << i;
+		if (ra > API_WAIT_MAX)
+			break;
+		if (verbose)
+			printf("waiting %llds: %s\n", (long long)ra, err->data);
+		sleep((unsigned)ra);
+	}
+	return as;
+}
+
+/* A page's "data" array and "next_cursor" (a string or null). */
+static int
+page_parts(cJSON *page, const cJSON **data, const char **next)
+{
+	const cJSON *nc;
+
+	*data = cJSON_GetObjectItemCaseSensitive(page, "data");
+	nc = cJSON_GetObjectItemCaseSensitive(page, "next_cursor");
+	*next = cJSON_IsString(nc) && nc->valuestring[0] ? nc->valuestring : NULL;
+	return cJSON_IsArray(*data) && (nc == NULL || cJSON_IsNull(nc) ||
+	    cJSON_IsString(nc)) ? 0 : -1;
+}
+
+/* One page's worth of deliveries: bodies and fields owned here. */
+struct batch {
+	struct inbox_delivery	d[API_PAGE * 5];
+	struct event_fields	f[API_PAGE * 5];
+	char			*bodies[API_PAGE * 5];
+	char			 ids[API_PAGE * 5][64];
+	size_t			 n;
+};
+
+static void
+batch_free(struct batch *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		event_fields_free(&b->f[i]);
+		free(b->bodies[i]);
+	}
+	b->n = 0;
+}
+
+/* Add one event (a JSON object we serialise: there is no signature to keep
+ * byte-exact) under webhook_id. */
+static int
+batch_add(struct batch *b, const char *webhook_id, cJSON *event)
+{
+	size_t i = b->n;
+
+	if (i == sizeof b->d / sizeof b->d[0] ||
+	    (b->bodies[i] = cJSON_PrintUnformatted(event)) == NULL)
+		return -1;
+	snprintf(b->ids[i], sizeof b->ids[i], "%s", webhook_id);
+	if (event_extract(b->ids[i], b->bodies[i], strlen(b->bodies[i]),
+	    &b->f[i]) == -1) {
+		free(b->bodies[i]);
+		return -1;
+	}
+	b->d[i].webhook_id = b->ids[i];
+	b->d[i].webhook_timestamp = (int64_t)time(NULL);
+	b->d[i].secret_fp = "api";	/* not a webhook: it came from the API */
+	b->d[i].body = b->bodies[i];
+	b->d[i].body_len = strlen(b->bodies[i]);
+	b->d[i].fields = &b->f[i];
+	b->n++;
+	return 0;
+}
+
+/* The stable id of a synced object version: the same version synced twice
+ * is one event, deduplicated like any delivery. */
+static void
+sync_id(const char *kind, const char *id, const char *version, char out[64])
+{
+	unsigned char h[12];
+	char hex[25];
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, NULL, 0, sizeof h);
+	crypto_generichash_update(&st, (const unsigned char *)kind, strlen(kind) + 1);
+	crypto_generichash_update(&st, (const unsigned char *)id, strlen(id) + 1);
+	crypto_generichash_update(&st, (const unsigned char *)version, strlen(version));
+	crypto_generichash_final(&st, h, sizeof h);
+	sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+	snprintf(out, 64, "sync_%s", hex);
+}
+
+static int cmd_run(const struct config *c, struct opts *o);
+
+/*
+ * sync RESOURCE: page through GET RESOURCE?updated_after=… from the cursor
+ * stored in the inbox; each object becomes a synthetic event (type
+ * "<object>.synced", a stable id, event clock = its updated_at) stored with
+ * the cursor in one transaction per page; then a run hands them out.
+ */
+static int
+cmd_sync(const struct config *c, struct opts *o)
+{
+	char *after = NULL, *page = NULL, *max_raw = NULL, cname[300];
+	char max_norm[INSTANT_SIZE] = "";
+	struct progress pr;
+	struct inbox *ib = NULL;
+	struct api *a = NULL;
+	struct buf err, path;
+	cJSON *json = NULL;
+	const char *resource;
+	int rc = EXIT_FAILED;
+	struct batch *b = NULL;
+
+	if (o->nargs != 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	resource = o->args[0];
+	if (strlen(resource) > 256 || strstr(resource, "..") != NULL) {
+		fprintf(stderr, "webhook-drain: sync: not a resource name\n");
+		return EXIT_USAGE;
+	}
+	buf_init(&err, 4096);
+	buf_init(&path, 8192);
+	memset(&pr, 0, sizeof pr);
+	pr.on = isatty(STDERR_FILENO) && !verbose;
+	pr.start = util_mono_ns();
+	pr.to_ns = util_now_ns();
+	snprintf(cname, sizeof cname, "sync:%s", resource);
+	if ((b = calloc(1, sizeof *b)) == NULL)
+		goto out;
+	if (api_open(c, &a, &err) == -1) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if ((ib = open_inbox(c)) == NULL)
+		goto out;
+	if (inbox_cursor_get(ib, cname, &after, &page, &err) != INBOX_OK) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		goto out;
+	}
+	if (after != NULL) {
+		char norm[INSTANT_SIZE];
+		if (instant_parse(after, strlen(after), norm) == 0)
+			(void)instant_to_ns(norm, &pr.from_ns);
+	}
+	for (;;) {
+		const cJSON *data, *it;
+		const char *next;
+		int64_t stored = 0;
+
+		buf_reset(&path);
+		if (buf_printf(&path, "%s?limit=%d", resource, API_PAGE) == -1 ||
+		    (after != NULL && (buf_printf(&path, "&updated_after=") == -1 ||
+		    api_escape(a, after, &path) == -1)) ||
+		    (page != NULL && (buf_printf(&path, "&cursor=") == -1 ||
+		    api_escape(a, page, &path) == -1))) {
+			fprintf(stderr, "webhook-drain: sync: query too long\n");
+			goto out;
+		}
+		cJSON_Delete(json);
+		json = NULL;
+		if (api_get_patiently(a, path.data, &json, &err) != API_OK ||
+		    page_parts(json, &data, &next) == -1) {
+			fprintf(stderr, "webhook-drain: sync %s: %s\n", resource,
+			    err.len ? err.data : "the page is not {data, next_cursor}");
+			goto out;
+		}
+		cJSON_ArrayForEach(it, data) {
+			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(it, "object");
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+			const cJSON *upd = cJSON_GetObjectItemCaseSensitive(it, "updated_at");
+			char idtext[300], norm[INSTANT_SIZE], wid[64];
+			cJSON *ev;
+
+			pr.items++;
+			if (!cJSON_IsString(kind) || !cJSON_IsString(upd) ||
+			    instant_parse(upd->valuestring, strlen(upd->valuestring),
+			    norm) == -1 || !(cJSON_IsString(id) || cJSON_IsNumber(id))) {
+				fprintf(stderr, "webhook-drain: sync %s: skipped an object "
+				    "without object, id or updated_at\n", resource);
+				continue;
+			}
+			if (cJSON_IsString(id))
+				snprintf(idtext, sizeof idtext, "%s", id->valuestring);
+			else
+				snprintf(idtext, sizeof idtext, "%.0f", id->valuedouble);
+			sync_id(kind->valuestring, idtext, norm, wid);
+			/* The object's updated_at is the event clock and the
+			 * object version: both clocks (DESIGN.md "Stale rule"). */
+			if ((ev = cJSON_CreateObject()) == NULL)
+				goto out;
+			cJSON_AddStringToObject(ev, "id", wid);
+			buf_reset(&err);
+			(void)buf_printf(&err, "%s.synced", kind->valuestring);
+			cJSON_AddStringToObject(ev, "type", err.data);
+			cJSON_AddStringToObject(ev, "createdAt", upd->valuestring);
+			cJSON_AddItemReferenceToObject(ev, "data", (cJSON *)it);
+			if (batch_add(b, wid, ev) == -1) {
+				cJSON_Delete(ev);
+				fprintf(stderr, "webhook-drain: sync: out of memory\n");
+				goto out;
+			}
+			cJSON_Delete(ev);
+			if (strcmp(norm, max_norm) > 0) {
+				memcpy(max_norm, norm, INSTANT_SIZE);
+				free(max_raw);
+				if ((max_raw = strdup(upd->valuestring)) == NULL)
+					goto out;
+			}
+		}
+		/* The cursor moves with the page, in the same transaction: a
+		 * killed sync resumes at the first page not stored.  Within a
+		 * query, follow next_cursor; after its last page, the next
+		 * query starts after the newest updated_at seen. */
+		if (inbox_store_batch(ib, b->d, b->n, cname,
+		    next != NULL ? after : (max_raw != NULL ? max_raw : after),
+		    next, &stored, &err) != INBOX_OK) {
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+			batch_free(b);
+			goto out;
+		}
+		batch_free(b);
+		pr.pages++;
+		pr.stored += stored;
+		progress_show(&pr, resource, max_norm[0] ? max_norm : NULL);
+		if (verbose)
+			printf("page %lld: %d objects, %lld new\n", (long long)pr.pages,
+			    cJSON_GetArraySize(data), (long long)stored);
+		free(page);
+		page = NULL;
+		if (next == NULL)
+			break;
+		if ((page = strdup(next)) == NULL)
+			goto out;
+	}
+	if (pr.on)
+		fputc('\n', stderr);
+	if (verbose || pr.on)
+		printf("sync %s: %lld objects, %lld new events\n", resource,
+		    (long long)pr.items, (long long)pr.stored);
+	rc = 0;
+out:
+	cJSON_Delete(json);
+	if (b != NULL)
+		batch_free(b);
+	free(b);
+	free(after);
+	free(page);
+	free(max_raw);
+	api_close(a);
+	inbox_close(ib);
+	buf_free(&err);
+	buf_free(&path);
+	/* Hand the new events out now (cron's next run would too). */
+	if (rc == 0 && c->handler != NULL)
+		rc = cmd_run(c, o);
+	return rc;
+}
+
+/* The provider's events list reaches 30 days back (PROVIDER.md). */
+#define RECOVER_MAX_NS	(30LL * 86400 * NS)
+
+/*
+ * recover --since T: read the provider's events list from T and store every
+ * event the inbox lacks under its own webhook-id (so a later retry of it is
+ * a duplicate); then a run hands them out in order.
+ */
+static int
+cmd_recover(const struct config *c, struct opts *o)
+{
+	char since[INSTANT_SIZE], *page = NULL;
+	struct progress pr;
+	struct inbox *ib = NULL;
+	struct api *a = NULL;
+	struct buf err, path;
+	cJSON *json = NULL;
+	int64_t now = util_now_ns(), since_ns = o->filter.since_ns;
+	struct batch *b = NULL;
+	int rc = EXIT_FAILED;
+
+	if (o->nargs != 0 || since_ns == 0) {
+		fprintf(stderr, "webhook-drain: recover needs --since TIME (an "
+		    "ISO-8601 instant, or a duration back from now such as 3d)\n");
+		return EXIT_USAGE;
+	}
+	if (now - since_ns > RECOVER_MAX_NS) {
+		since_ns = now - RECOVER_MAX_NS;
+		fprintf(stderr, "webhook-drain: recover: the provider keeps 30 days "
+		    "of events; starting 30 days back\n");
+	}
+	if (instant_format(since_ns, since) == -1)
+		return EXIT_USAGE;
+	buf_init(&err, 4096);
+	buf_init(&path, 8192);
+	memset(&pr, 0, sizeof pr);
+	pr.on = isatty(STDERR_FILENO) && !verbose;
+	pr.start = util_mono_ns();
+	pr.from_ns = since_ns;
+	pr.to_ns = now;
+	if ((b = calloc(1, sizeof *b)) == NULL)
+		goto out;
+	if (api_open(c, &a, &err) == -1) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if ((ib = open_inbox(c)) == NULL)
+		goto out;
+	for (;;) {
+		const cJSON *data, *it;
+		const char *next;
+		char last[INSTANT_SIZE] = "";
+		int64_t stored = 0;
+
+		buf_reset(&path);
+		if (buf_printf(&path, "events?limit=%d&since=", API_PAGE) == -1 ||
+		    api_escape(a, since, &path) == -1 ||
+		    (page != NULL && (buf_printf(&path, "&cursor=") == -1 ||
+		    api_escape(a, page, &path) == -1))) {
+			fprintf(stderr, "webhook-drain: recover: query too long\n");
+			goto out;
+		}
+		cJSON_Delete(json);
+		json = NULL;
+		if (api_get_patiently(a, path.data, &json, &err) != API_OK ||
+		    page_parts(json, &data, &next) == -1) {
+			fprintf(stderr, "webhook-drain: recover: %s\n",
+			    err.len ? err.data : "the page is not {data, next_cursor}");
+			goto out;
+		}
+		cJSON_ArrayForEach(it, data) {
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+			const cJSON *ca = cJSON_GetObjectItemCaseSensitive(it, "createdAt");
+
+			pr.items++;
+			if (!cJSON_IsString(id) || id->valuestring[0] == '\0' ||
+			    strlen(id->valuestring) > 63) {
+				fprintf(stderr, "webhook-drain: recover: skipped an event "
+				    "without a usable id\n");
+				continue;
+			}
+			if (batch_add(b, id->valuestring, (cJSON *)it) == -1) {
+				fprintf(stderr, "webhook-drain: recover: out of memory\n");
+				goto out;
+			}
+			if (cJSON_IsString(ca) && instant_parse(ca->valuestring,
+			    strlen(ca->valuestring), last) == -1)
+				last[0] = '\0';
+		}
+		if (inbox_store_batch(ib, b->d, b->n, NULL, NULL, NULL, &stored,
+		    &err) != INBOX_OK) {
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+			batch_free(b);
+			goto out;
+		}
+		batch_free(b);
+		pr.pages++;
+		pr.stored += stored;
+		progress_show(&pr, "recover", last[0] ? last : NULL);
+		if (verbose)
+			printf("page %lld: %d events, %lld missing from the inbox\n",
+			    (long long)pr.pages, cJSON_GetArraySize(data),
+			    (long long)stored);
+		free(page);
+		page = NULL;
+		if (next == NULL)
+			break;
+		if ((page = strdup(next)) == NULL)
+			goto out;
+	}
+	if (pr.on)
+		fputc('\n', stderr);
+	if (verbose || pr.on)
+		printf("recover: %lld events listed, %lld were missing and are now "
+		    "stored\n", (long long)pr.items, (long long)pr.stored);
+	rc = 0;
+out:
+	cJSON_Delete(json);
+	if (b != NULL)
+		batch_free(b);
+	free(b);
+	free(page);
+	api_close(a);
+	inbox_close(ib);
+	buf_free(&err);
+	buf_free(&path);
+	if (rc == 0 && c->handler != NULL)
+		rc = cmd_run(c, o);
+	return rc;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int
@@ -1184,6 +1804,10 @@ main(int argc, char **argv)
 		rc = cmd_purge(&c);
 	else if (strcmp(cmd, "send") == 0)
 		rc = cmd_send(&c, &o);
+	else if (strcmp(cmd, "sync") == 0)
+		rc = cmd_sync(&c, &o);
+	else if (strcmp(cmd, "recover") == 0)
+		rc = cmd_recover(&c, &o);
 	else {
 		fprintf(stderr, "webhook-drain: unknown command '%s'\n", cmd);
 		usage();

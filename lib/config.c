@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,7 +19,8 @@ struct parse {
 	char		 key[80];	/* key of the first error, escaped (inih's
 					 * buffer is gone once parsing ends) */
 	const char	*what;	/* static text of the first error */
-	int		 seen_handler, seen_database, seen_log;
+	int		 seen_handler, seen_database, seen_log, seen_api_url,
+			 seen_token;
 };
 
 static int
@@ -125,6 +127,55 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		if (util_parse_duration(value, 7 * 86400, &c->retry_max) == -1 ||
 		    c->retry_max < 1)
 			return fail(p, "retry_max", "not a duration between 1s and 7d");
+		return 1;
+	}
+	if (KEY("api_url")) {
+		if (strncmp(value, "https://", 8) != 0 &&
+		    strncmp(value, "http://", 7) != 0)
+			return fail(p, "api_url", "not an http:// or https:// URL");
+		return set_string(p, &c->api_url, &p->seen_api_url, "api_url",
+		    value);
+	}
+	if (KEY("api_token_file"))
+		return set_string(p, &c->api_token_file, &p->seen_token,
+		    "api_token_file", value);
+	if (KEY("api_timeout")) {
+		if (util_parse_duration(value, 300, &c->api_timeout) == -1 ||
+		    c->api_timeout < 1)
+			return fail(p, "api_timeout", "not a duration between 1s and 5m");
+		return 1;
+	}
+	if (KEY("api_resource")) {
+		const char *sp = strchr(value, ' ');
+		struct config_resource *r;
+		if (sp == NULL || sp == value || sp[1] == '\0' ||
+		    strchr(sp + 1, ' ') != NULL)
+			return fail(p, "api_resource", "not TYPE PATH (e.g. "
+			    "\"client crm/clients\")");
+		if (c->nresources == CONFIG_LIST_MAX)
+			return fail(p, "api_resource", "more than 32 entries");
+		r = &c->resources[c->nresources];
+		if ((r->object_type = strndup(value, (size_t)(sp - value))) == NULL ||
+		    (r->path = strdup(sp + 1)) == NULL)
+			return fail(p, "api_resource", "out of memory");
+		c->nresources++;
+		return 1;
+	}
+	if (KEY("refetch")) {
+		/* One or more globs separated by spaces. */
+		const char *q = value;
+		while (*q != '\0') {
+			size_t n = strcspn(q, " ");
+			if (n > 0) {
+				if (c->nrefetch == CONFIG_LIST_MAX)
+					return fail(p, "refetch", "more than 32 patterns");
+				if ((c->refetch[c->nrefetch++] = strndup(q, n)) == NULL)
+					return fail(p, "refetch", "out of memory");
+			}
+			q += n;
+			while (*q == ' ')
+				q++;
+		}
 		return 1;
 	}
 	if (KEY("busy_timeout")) {
@@ -245,6 +296,7 @@ config_load(const char *path, struct config *c, struct buf *err)
 	c->settle = 2;
 	c->retry_base = 30;
 	c->retry_max = 6 * 3600;
+	c->api_timeout = 10;
 	c->busy_timeout = 5000;
 	c->synchronous = CONFIG_SYNC_FULL;
 	memset(&p, 0, sizeof p);
@@ -297,7 +349,8 @@ config_load(const char *path, struct config *c, struct buf *err)
 		goto out;
 	}
 	if (resolve(c, &c->database) == -1 ||
-	    (c->log != NULL && resolve(c, &c->log) == -1)) {
+	    (c->log != NULL && resolve(c, &c->log) == -1) ||
+	    (c->api_token_file != NULL && resolve(c, &c->api_token_file) == -1)) {
 		(void)buf_printf(err, "%s: out of memory", path);
 		goto out;
 	}
@@ -321,7 +374,86 @@ config_free(struct config *c)
 	free(c->database);
 	free(c->handler);
 	free(c->log);
+	free(c->api_url);
+	free(c->api_token_file);
+	for (i = 0; i < c->nresources; i++) {
+		free(c->resources[i].object_type);
+		free(c->resources[i].path);
+	}
+	for (i = 0; i < c->nrefetch; i++)
+		free(c->refetch[i]);
 	for (i = 0; i < SIGNATURE_KEYS_MAX; i++)
 		signature_key_wipe(&c->secrets[i]);
 	memset(c, 0, sizeof *c);
+}
+
+int
+config_resource_path(const struct config *c, const char *object_type,
+    char *out, size_t outsz)
+{
+	size_t i;
+	int n;
+
+	for (i = 0; i < c->nresources; i++)
+		if (strcmp(c->resources[i].object_type, object_type) == 0) {
+			n = snprintf(out, outsz, "%s", c->resources[i].path);
+			return n < 0 || (size_t)n >= outsz ? -1 : 0;
+		}
+	n = snprintf(out, outsz, "%ss", object_type);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+int
+config_wants_refetch(const struct config *c, const char *type,
+    const char *object_type)
+{
+	size_t i;
+
+	for (i = 0; i < c->nrefetch; i++)
+		if ((type != NULL && fnmatch(c->refetch[i], type, 0) == 0) ||
+		    (object_type != NULL &&
+		    fnmatch(c->refetch[i], object_type, 0) == 0))
+			return 1;
+	return 0;
+}
+
+char *
+config_api_token(const struct config *c, struct buf *err)
+{
+	const char *env = getenv("WEBHOOK_API_TOKEN");
+	char *t;
+	size_t n;
+	FILE *f;
+
+	buf_reset(err);
+	if (c->api_token_file == NULL) {
+		if (env == NULL || *env == '\0' || strlen(env) > CONFIG_TOKEN_MAX) {
+			(void)buf_printf(err, "%s: api_token_file: not set, and "
+			    "WEBHOOK_API_TOKEN is not in the environment", c->path);
+			return NULL;
+		}
+		return strdup(env);
+	}
+	if ((f = fopen(c->api_token_file, "re")) == NULL) {
+		(void)buf_printf(err, "%s: api_token_file: %s: %s", c->path,
+		    c->api_token_file, strerror(errno));
+		return NULL;
+	}
+	if ((t = calloc(1, CONFIG_TOKEN_MAX + 2)) == NULL) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(t, 1, CONFIG_TOKEN_MAX + 1, f);
+	fclose(f);
+	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r' ||
+	    t[n - 1] == ' ' || t[n - 1] == '\t'))
+		t[--n] = '\0';
+	if (n == 0 || n > CONFIG_TOKEN_MAX || strcspn(t, "\r\n") != n) {
+		sodium_memzero(t, CONFIG_TOKEN_MAX + 2);
+		free(t);
+		(void)buf_printf(err, "%s: api_token_file: %s: empty, longer than "
+		    "4 KiB, or more than one line", c->path, c->api_token_file);
+		return NULL;
+	}
+	return t;
 }

@@ -22,6 +22,17 @@
 
 enum config_sync { CONFIG_SYNC_FULL = 0, CONFIG_SYNC_NORMAL = 1 };
 
+/* api_resource and refetch entries: a handful per provider. */
+#define CONFIG_LIST_MAX	32
+/* Longest API token read from api_token_file, bytes. */
+#define CONFIG_TOKEN_MAX	4096
+
+/* api_resource = TYPE PATH: the API path of an object kind. */
+struct config_resource {
+	char	*object_type;	/* e.g. "client"; owned */
+	char	*path;		/* e.g. "clients" or "crm/clients"; owned */
+};
+
 struct config {
 	char			*path;		/* the file read; owned */
 	char			*database;	/* owned */
@@ -39,7 +50,38 @@ struct config {
 	int64_t			 busy_timeout;	/* milliseconds, default 5000 */
 	enum config_sync	 synchronous;	/* default FULL */
 	char			*log;		/* owned; NULL = stderr */
+	/* The provider's API (drainer only; PROVIDER.md "Webhooks do not
+	 * replace synchronisation"). */
+	char			*api_url;	/* base, e.g. https://…/public/v1 */
+	char			*api_token_file;	/* read by config_api_token */
+	int64_t			 api_timeout;	/* seconds per request, default 10 */
+	struct config_resource	 resources[CONFIG_LIST_MAX];
+	size_t			 nresources;
+	/* refetch = GLOB…: object kinds or event types always refetched */
+	char			*refetch[CONFIG_LIST_MAX];
+	size_t			 nrefetch;
 };
+
+/*
+ * The API path for an object kind: its api_resource entry, else the kind
+ * plus "s" ("client" → "clients").  Writes into out (size outsz); returns
+ * 0, or -1 when it does not fit.
+ */
+int	config_resource_path(const struct config *c, const char *object_type,
+	    char *out, size_t outsz);
+
+/*
+ * The API token, read when needed (the receiver never needs it, and its
+ * user need not be able to read the file): api_token_file's one line, else
+ * the environment's WEBHOOK_API_TOKEN.  Returns a string the caller wipes
+ * (sodium_memzero) and frees, or NULL with the reason in err (which never
+ * holds the token).
+ */
+char	*config_api_token(const struct config *c, struct buf *err);
+
+/* Does a refetch pattern match this event type or object kind?  1 or 0. */
+int	config_wants_refetch(const struct config *c, const char *type,
+	    const char *object_type);
 
 /*
  * Read and validate `path`.  On success returns 0 and *c holds the values

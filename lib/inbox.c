@@ -36,6 +36,8 @@ struct inbox {
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 };
 
+static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
+
 /* The columns every event query selects, in inbox_event order. */
 #define EVENT_COLUMNS \
 	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \
@@ -392,51 +394,22 @@ bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 enum inbox_status
 inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
-	const struct event_fields *f = d->fields;
-	sqlite3_stmt *st = ib->insert;
-	char now[INSTANT_SIZE];
-	int rc, changed;
+	int rc, changed = 0;
 
 	if ((rc = begin(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "begin", rc);
-	if ((rc = bind_text(st, 1, d->webhook_id)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_blob64(st, 2, d->body != NULL ? d->body : "",
-	    d->body_len, SQLITE_STATIC)) != SQLITE_OK ||
-	    /* received_at is taken inside the lock, so arrival order and
-	     * commit order agree. */
-	    (rc = bind_instant(st, 3, util_now_ns(), now)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 4, d->webhook_timestamp)) != SQLITE_OK ||
-	    (rc = bind_text(st, 5, d->secret_fp)) != SQLITE_OK ||
-	    (rc = bind_text(st, 6, f->type)) != SQLITE_OK ||
-	    (rc = bind_text(st, 7, f->created_at)) != SQLITE_OK ||
-	    (rc = bind_text(st, 8, f->created_at_raw)) != SQLITE_OK ||
-	    (rc = bind_text(st, 9, f->object_type)) != SQLITE_OK ||
-	    (rc = bind_text(st, 10, f->object_id)) != SQLITE_OK ||
-	    (rc = bind_text(st, 11, f->updated_at)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 12, f->truncated)) != SQLITE_OK)
-		goto fail;
-	rc = sqlite3_step(st);
-	changed = sqlite3_changes(ib->db);
-	sqlite3_clear_bindings(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE)
-		goto fail;
-	if ((rc = commit(ib)) != SQLITE_OK)
-		goto fail;
+	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
+	    (rc = commit(ib)) != SQLITE_OK) {
+		enum inbox_status s = db_fail(ib, err, "storing the event", rc);
+		rollback(ib);
+		return s;
+	}
 	/* Group commit: the sync happens outside the lock.  A duplicate is
 	 * synced too: its first copy may be another process's commit whose
 	 * own sync has not finished yet. */
 	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "syncing the WAL", rc);
 	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
-fail:
-	{
-		enum inbox_status s = db_fail(ib, err, "storing the event", rc);
-		sqlite3_clear_bindings(st);
-		sqlite3_reset(st);
-		rollback(ib);
-		return s;
-	}
 }
 
 void
@@ -714,6 +687,163 @@ bind_output(sqlite3_stmt *st, int i, const void *output, size_t len)
 	return sqlite3_bind_blob64(st, i, output, len, SQLITE_STATIC);
 }
 
+/* The later of two normalised instants ("" counts as none). */
+static const char *
+later(const char *a, const char *b)
+{
+	if (a[0] == '\0')
+		return b;
+	if (b[0] == '\0')
+		return a;
+	return strcmp(a, b) >= 0 ? a : b;
+}
+
+enum inbox_status
+inbox_finish_stale(struct inbox *ib, const struct inbox_event *e,
+    int64_t now_ns, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "UPDATE events SET state = 'stale', finished_at = ?2, requeued = 0"
+	    " WHERE webhook_id = ?1 AND state = 'pending'", -1, &st,
+	    NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
+	    (rc = bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
+	    (rc = run_stmt(ib, st)) != SQLITE_OK)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "marking stale", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+/* Bind and run the prepared insert for one delivery, inside the caller's
+ * transaction; *changed 0/1. */
+static int
+insert_one(struct inbox *ib, const struct inbox_delivery *d, int *changed)
+{
+	const struct event_fields *f = d->fields;
+	sqlite3_stmt *st = ib->insert;
+	char now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = bind_text(st, 1, d->webhook_id)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_blob64(st, 2, d->body != NULL ? d->body : "",
+	    d->body_len, SQLITE_STATIC)) != SQLITE_OK ||
+	    /* received_at is taken inside the lock, so arrival order and
+	     * commit order agree. */
+	    (rc = bind_instant(st, 3, util_now_ns(), now)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 4, d->webhook_timestamp)) != SQLITE_OK ||
+	    (rc = bind_text(st, 5, d->secret_fp)) != SQLITE_OK ||
+	    (rc = bind_text(st, 6, f->type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 7, f->created_at)) != SQLITE_OK ||
+	    (rc = bind_text(st, 8, f->created_at_raw)) != SQLITE_OK ||
+	    (rc = bind_text(st, 9, f->object_type)) != SQLITE_OK ||
+	    (rc = bind_text(st, 10, f->object_id)) != SQLITE_OK ||
+	    (rc = bind_text(st, 11, f->updated_at)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 12, f->truncated)) != SQLITE_OK)
+		goto out;
+	rc = sqlite3_step(st);
+	*changed = sqlite3_changes(ib->db);
+	rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+out:
+	sqlite3_clear_bindings(st);
+	sqlite3_reset(st);
+	return rc;
+}
+
+enum inbox_status
+inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
+    const char *cursor_name, const char *updated_after, const char *page,
+    int64_t *stored, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int rc, changed;
+
+	*stored = 0;
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	for (i = 0; i < n; i++) {
+		if ((rc = insert_one(ib, &d[i], &changed)) != SQLITE_OK)
+			goto fail;
+		*stored += changed;
+	}
+	if (cursor_name != NULL) {
+		if ((rc = sqlite3_prepare_v2(ib->db,
+		    "INSERT INTO cursors (name, updated_after, page) VALUES (?1, ?2, ?3)"
+		    " ON CONFLICT (name) DO UPDATE SET updated_after = excluded.updated_after,"
+		    " page = excluded.page", -1, &st, NULL)) != SQLITE_OK ||
+		    (rc = bind_text(st, 1, cursor_name)) != SQLITE_OK ||
+		    (rc = bind_text(st, 2, updated_after)) != SQLITE_OK ||
+		    (rc = bind_text(st, 3, page)) != SQLITE_OK ||
+		    (rc = run_stmt(ib, st)) != SQLITE_OK)
+			goto fail;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "syncing the WAL", rc);
+	return INBOX_OK;
+fail:
+	sqlite3_finalize(st);
+	{
+		enum inbox_status s = db_fail(ib, err, "storing a batch", rc);
+		rollback(ib);
+		*stored = 0;
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_cursor_get(struct inbox *ib, const char *name, char **updated_after,
+    char **page, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, oom = 0;
+
+	*updated_after = *page = NULL;
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "SELECT updated_after, page FROM cursors WHERE name = ?1", -1, &st,
+	    NULL)) != SQLITE_OK ||
+	    (rc = bind_text(st, 1, name)) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return db_fail(ib, err, "reading a cursor", rc);
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*updated_after = col_dup(st, 0, &oom);
+		*page = col_dup(st, 1, &oom);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(ib, err, "reading a cursor", rc);
+	if (oom) {
+		free(*updated_after);
+		free(*page);
+		*updated_after = *page = NULL;
+		buf_reset(err);
+		(void)buf_printf(err, "%s: out of memory", ib->path);
+		return INBOX_FAILED;
+	}
+	return INBOX_OK;
+}
+
 enum inbox_status
 inbox_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
     const void *output, size_t output_len, struct buf *err)
@@ -753,8 +883,10 @@ inbox_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
 		    " done_at = excluded.done_at", -1, &st, NULL)) != SQLITE_OK ||
 		    (rc = bind_text(st, 1, e->object_type)) != SQLITE_OK ||
 		    (rc = bind_text(st, 2, e->object_id)) != SQLITE_OK ||
-		    (rc = bind_text(st, 3, e->created_at)) != SQLITE_OK ||
-		    (rc = bind_text(st, 4, e->updated_at)) != SQLITE_OK ||
+		    (rc = bind_text(st, 3, later(e->created_at,
+		    e->object_version))) != SQLITE_OK ||
+		    (rc = bind_text(st, 4, later(e->updated_at,
+		    e->object_version))) != SQLITE_OK ||
 		    (rc = sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC)) != SQLITE_OK ||
 		    (rc = run_stmt(ib, st)) != SQLITE_OK)
 			goto fail;

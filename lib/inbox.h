@@ -119,6 +119,11 @@ struct inbox_event {
 	/* Filled by inbox_list for pending events: held behind an earlier
 	 * pending event of the same object. */
 	int	 blocked;
+	/* Set by the drainer when the handler was given the object as the API
+	 * returned it (normalised updated_at; "" otherwise): inbox_finish_done
+	 * then advances both of the object's clocks to it (DESIGN.md "Stale
+	 * rule": objects from the API carry updated_at as both clocks). */
+	char	 object_version[INSTANT_SIZE];
 };
 void	inbox_event_init(struct inbox_event *e);
 void	inbox_event_free(struct inbox_event *e);	/* then reusable */
@@ -173,6 +178,33 @@ enum inbox_status inbox_finish_failed(struct inbox *ib,
 	    const struct inbox_event *e, int64_t now_ns, int64_t retry_ns,
 	    int64_t max_attempts, const char *error, const void *output,
 	    size_t output_len, int *dead, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * The event was claimed, but what it would hand out is older than what was
+ * already done for its object (a refetched object the API served at an
+ * older version): mark it 'stale' in one transaction.
+ */
+enum inbox_status inbox_finish_stale(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * Store events that did not come through the receiver — objects from the
+ * API's list (`sync`), events from its events list (`recover`) — in ONE
+ * transaction, each under its webhook_id with ON CONFLICT DO NOTHING, and,
+ * when cursor_name is not NULL, record the cursor in the same transaction.
+ * *stored counts the new ones.  Returns INBOX_OK or BUSY/FAILED (then
+ * nothing was stored and the cursor did not move).
+ */
+enum inbox_status inbox_store_batch(struct inbox *ib,
+	    const struct inbox_delivery *d, size_t n, const char *cursor_name,
+	    const char *updated_after, const char *page, int64_t *stored,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* Read a cursor: *updated_after and *page are malloc'd strings or NULL. */
+enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
+	    char **updated_after, char **page, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /* Which events an operator command applies to (NULL/"" = any). */

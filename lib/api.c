@@ -1,0 +1,188 @@
+/*
+ * api: libcurl GETs against the provider's API.  See api.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <sodium.h>
+
+#include "api.h"
+
+struct api {
+	CURL			*curl;
+	struct curl_slist	*headers;
+	char			*base;
+	int64_t			 timeout;
+	struct buf		 body;
+	struct buf		 url;
+};
+
+static size_t
+sink(char *p, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+
+	if (buf_append(b, p, size * n) == -1)
+		return 0;	/* over API_BODY_MAX: curl reports a write error */
+	return size * n;
+}
+
+int
+api_open(const struct config *c, struct api **out, struct buf *err)
+{
+	struct api *a = NULL;
+	struct buf auth;
+	char *token = NULL;
+	size_t n;
+
+	*out = NULL;
+	buf_init(&auth, CONFIG_TOKEN_MAX + 64);
+	if (c->api_url == NULL) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: api_url: required to talk to the "
+		    "provider's API", c->path);
+		goto fail;
+	}
+	if ((token = config_api_token(c, err)) == NULL)
+		goto fail;
+	if ((a = calloc(1, sizeof *a)) == NULL || (a->base = strdup(c->api_url)) == NULL)
+		goto oom;
+	n = strlen(a->base);
+	while (n > 0 && a->base[n - 1] == '/')
+		a->base[--n] = '\0';
+	a->timeout = c->api_timeout;
+	buf_init(&a->body, API_BODY_MAX);
+	buf_init(&a->url, 16384);
+	if ((a->curl = curl_easy_init()) == NULL)
+		goto oom;
+	if (buf_printf(&auth, "Authorization: Bearer %s", token) == -1 ||
+	    (a->headers = curl_slist_append(NULL, auth.data)) == NULL ||
+	    (a->headers = curl_slist_append(a->headers,
+	    "Accept: application/json")) == NULL)
+		goto oom;
+	curl_easy_setopt(a->curl, CURLOPT_HTTPHEADER, a->headers);
+	curl_easy_setopt(a->curl, CURLOPT_USERAGENT, "webhook-inbox");
+	curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(a->curl, CURLOPT_TIMEOUT, (long)a->timeout);
+	curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT,
+	    (long)(a->timeout < 10 ? a->timeout : 10));
+	curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(a->curl, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(a->curl, CURLOPT_WRITEDATA, &a->body);
+	curl_easy_setopt(a->curl, CURLOPT_ACCEPT_ENCODING, "");
+	sodium_memzero(auth.data, auth.len);
+	buf_free(&auth);
+	sodium_memzero(token, strlen(token));
+	free(token);
+	*out = a;
+	return 0;
+oom:
+	buf_reset(err);
+	(void)buf_printf(err, "api: out of memory");
+fail:
+	if (auth.data != NULL)
+		sodium_memzero(auth.data, auth.len);
+	buf_free(&auth);
+	if (token != NULL) {
+		sodium_memzero(token, strlen(token));
+		free(token);
+	}
+	api_close(a);
+	return -1;
+}
+
+void
+api_close(struct api *a)
+{
+	struct curl_slist *h;
+
+	if (a == NULL)
+		return;
+	/* The first header holds the token. */
+	for (h = a->headers; h != NULL; h = h->next)
+		sodium_memzero(h->data, strlen(h->data));
+	curl_slist_free_all(a->headers);
+	if (a->curl != NULL)
+		curl_easy_cleanup(a->curl);
+	free(a->base);
+	buf_free(&a->body);
+	buf_free(&a->url);
+	free(a);
+}
+
+int
+api_escape(struct api *a, const char *s, struct buf *out)
+{
+	char *e = curl_easy_escape(a->curl, s, 0);
+	int rc;
+
+	if (e == NULL)
+		return -1;
+	rc = buf_append(out, e, strlen(e));
+	curl_free(e);
+	return rc;
+}
+
+enum api_status
+api_get(struct api *a, const char *path, cJSON **json, int64_t *retry_after,
+    struct buf *err)
+{
+	const char *end = NULL;
+	curl_off_t ra = 0;
+	long status = 0;
+	CURLcode cc;
+
+	*json = NULL;
+	*retry_after = 0;
+	buf_reset(err);
+	buf_reset(&a->body);
+	buf_reset(&a->url);
+	if (buf_printf(&a->url, "%s/%s", a->base, path) == -1) {
+		(void)buf_printf(err, "api: URL too long");
+		return API_BAD;
+	}
+	curl_easy_setopt(a->curl, CURLOPT_URL, a->url.data);
+	cc = curl_easy_perform(a->curl);
+	if (cc != CURLE_OK) {
+		(void)buf_printf(err, "GET %s: %s", path, curl_easy_strerror(cc));
+		/* An answer over API_BODY_MAX is no transient trouble. */
+		return cc == CURLE_WRITE_ERROR ? API_BAD : API_RETRY;
+	}
+	curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (curl_easy_getinfo(a->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK &&
+	    ra > 0)
+		*retry_after = (int64_t)ra;
+	if (status == 404) {
+		(void)buf_printf(err, "GET %s: 404", path);
+		return API_NOT_FOUND;
+	}
+	if (status == 401 || status == 403) {
+		(void)buf_printf(err, "GET %s: %ld: the API refused the token "
+		    "(api_token_file / WEBHOOK_API_TOKEN)", path, status);
+		return API_AUTH;
+	}
+	if (status == 429 || status == 408 || status >= 500) {
+		(void)buf_printf(err, "GET %s: %ld", path, status);
+		return API_RETRY;
+	}
+	if (status < 200 || status > 299) {
+		(void)buf_printf(err, "GET %s: unexpected status %ld", path, status);
+		return API_BAD;
+	}
+	*json = cJSON_ParseWithLengthOpts(a->body.data ? a->body.data : "",
+	    a->body.len, &end, 0);
+	if (*json != NULL)
+		for (; end < a->body.data + a->body.len; end++)
+			if (*end != ' ' && *end != '\t' && *end != '\n' &&
+			    *end != '\r') {
+				cJSON_Delete(*json);
+				*json = NULL;
+				break;
+			}
+	if (*json == NULL) {
+		(void)buf_printf(err, "GET %s: the answer is not JSON", path);
+		return API_BAD;
+	}
+	return API_OK;
+}

@@ -1,0 +1,57 @@
+/*
+ * api: the provider's REST API, read by the drainer (PROVIDER.md "What the
+ * processing side must do", "Webhooks do not replace synchronisation";
+ * the shapes the simulator serves are in tests/PROVIDER-API.md).
+ *
+ * One libcurl easy handle, reused so connections are kept alive.  Every
+ * request carries "Authorization: Bearer TOKEN"; the token is never
+ * logged or printed.
+ */
+#ifndef WEBHOOK_API_H
+#define WEBHOOK_API_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "util.h"
+
+/* Largest answer we read, bytes: a page of objects of up to ~260 KB each. */
+#define API_BODY_MAX	(64 << 20)
+
+enum api_status {
+	API_OK = 0,		/* 2xx with a JSON body: *json set */
+	API_NOT_FOUND,		/* 404: the object does not exist (any more) */
+	API_RETRY,		/* 429, 5xx, timeout, connection trouble: try later */
+	API_BAD,		/* an answer we cannot use (not JSON, other 4xx) */
+	API_AUTH		/* 401/403: the token is wrong; an operator must act */
+};
+
+struct api;
+
+/*
+ * Ready a client for c->api_url with the token from config_api_token.
+ * Returns 0 and *out (free with api_close), or -1 with the reason in err
+ * (no api_url, no token, libcurl failure).
+ */
+int	api_open(const struct config *c, struct api **out, struct buf *err)
+	    __attribute__((warn_unused_result));
+void	api_close(struct api *a);	/* accepts NULL; wipes the token */
+
+/*
+ * GET api_url + "/" + path (path's segments and query already escaped with
+ * api_escape).  On API_OK *json is the parsed body (cJSON_Delete it).  For
+ * API_RETRY, *retry_after holds the server's Retry-After in seconds (0 when
+ * it gave none).  err gets a one-line reason for every other outcome (the
+ * status, curl's message); never the token.
+ */
+enum api_status api_get(struct api *a, const char *path, cJSON **json,
+	    int64_t *retry_after, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* Percent-escape one path segment or query value into out; 0 or -1. */
+int	api_escape(struct api *a, const char *s, struct buf *out)
+	    __attribute__((warn_unused_result));
+
+#endif
