@@ -9,6 +9,7 @@
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
  *   webhook-drain send URL [FILE] [--id ID]
+ *   webhook-drain check [--document-root DIR]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
  *
@@ -19,6 +20,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +67,7 @@ usage(void)
 	    "  purge                        apply retention now\n"
 	    "  send URL [FILE] [--id ID]    POST FILE (or stdin) signed with the first\n"
 	    "                               whsec_ secret, as the provider would\n"
+	    "  check [--document-root DIR]  validate the setup as this user runs it\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
@@ -296,7 +300,7 @@ parse_when(const char *s, int64_t now_ns, int64_t *out)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT
 };
 
 static const struct option long_opts[] = {
@@ -313,6 +317,7 @@ static const struct option long_opts[] = {
 	{ "max-pending-age", required_argument, NULL, OPT_MAX_PENDING_AGE },
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
 	{ "id", required_argument, NULL, OPT_ID },
+	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -324,6 +329,7 @@ struct opts {
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
 	const char		*id;
+	const char		*docroot;
 	char			*object_buf;
 	char			*args[4];		/* positional */
 	int			 nargs;
@@ -395,6 +401,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_ID:
 			o->id = optarg;
+			break;
+		case OPT_DOCROOT:
+			o->docroot = optarg;
 			break;
 		case OPT_MAX_TIME:
 		case OPT_MAX_PENDING_AGE:
@@ -1296,6 +1305,209 @@ out:
 	return rc;
 }
 
+/* ---- check --------------------------------------------------------------- */
+
+struct findings {
+	int	fail, warn;
+};
+
+static void
+finding(struct findings *f, const char *level, const char *what,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* One line per finding: "ok   what: detail", "WARN …", "FAIL …"; a fix
+ * follows on the same line after "—" where there is one. */
+static void
+finding(struct findings *f, const char *level, const char *what,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	if (strcmp(level, "FAIL") == 0)
+		f->fail++;
+	else if (strcmp(level, "WARN") == 0)
+		f->warn++;
+	printf("%-4s %s: ", level, what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* The program a shell command starts: the first word after any VAR=value
+ * assignments, or NULL when the command is too shell-ish to tell. */
+static char *
+handler_program(const char *cmd)
+{
+	const char *p = cmd;
+
+	for (;;) {
+		size_t n;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		n = strcspn(p, " \t");
+		if (n == 0)
+			return NULL;
+		if (memchr(p, '=', n) != NULL && p[0] != '=' && p[0] != '/') {
+			p += n;		/* VAR=value */
+			continue;
+		}
+		if (strcspn(p, "'\"$`\\(){};|&<>") < n)
+			return NULL;
+		return strndup(p, n);
+	}
+}
+
+/* Is `prog` (a path, or a name looked up in PATH) executable by us? */
+static int
+executable(const char *prog, char *found, size_t foundsz)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+	int ok = 0;
+
+	if (strchr(prog, '/') != NULL) {
+		snprintf(found, foundsz, "%s", prog);
+		return access(prog, X_OK) == 0;
+	}
+	if ((copy = strdup(path ? path : "/usr/bin:/bin")) == NULL)
+		return 0;
+	for (dir = strtok_r(copy, ":", &save); dir != NULL && !ok;
+	    dir = strtok_r(NULL, ":", &save)) {
+		snprintf(found, foundsz, "%s/%s", dir, prog);
+		ok = access(found, X_OK) == 0;
+	}
+	free(copy);
+	return ok;
+}
+
+/*
+ * check [--document-root DIR]: the setup as this user runs it, one finding
+ * per line with how to fix it.  Exit 0 when nothing failed (warnings may
+ * remain), 1 when something failed, 2 when the config does not load.
+ */
+static int
+cmd_check(const struct config *c, struct opts *o)
+{
+	struct findings f = { 0, 0 };
+	struct inbox *ib = NULL;
+	struct buf err;
+	struct stat sb;
+	char *prog, found[PATH_MAX], dir[PATH_MAX];
+	const char *slash;
+	size_t i, nhmac = 0, ned = 0;
+
+	buf_init(&err, 4096);
+	finding(&f, "ok", "config", "%s loads", c->path);
+	if (stat(c->path, &sb) == 0 && (sb.st_mode & S_IROTH))
+		finding(&f, "WARN", "config", "%s is readable by every user and "
+		    "holds the secret — chmod o-rwx %s", c->path, c->path);
+	for (i = 0; i < c->nsecrets; i++) {
+		if (c->secrets[i].kind == SIGNATURE_HMAC_SHA256)
+			nhmac++;
+		else
+			ned++;
+		finding(&f, "ok", "secret", "%s, fingerprint %s (as shown by "
+		    "`list --json`)", c->secrets[i].kind == SIGNATURE_HMAC_SHA256 ?
+		    "whsec_ HMAC-SHA256 (v1)" : "whpk_ Ed25519 public key (v1a)",
+		    c->secrets[i].fingerprint);
+	}
+	if (c->max_body < 270000)
+		finding(&f, "WARN", "max_body", "%lld bytes: the provider's bodies "
+		    "reach ~260 KB — raise max_body to at least 300000",
+		    (long long)c->max_body);
+
+	if (o->docroot != NULL) {
+		if (util_path_inside(o->docroot, c->path))
+			finding(&f, "FAIL", "config", "%s is inside the document root "
+			    "%s, where anyone can download it — move it outside and "
+			    "point WEBHOOK_CONF at it", c->path, o->docroot);
+		if (util_path_inside(o->docroot, c->database))
+			finding(&f, "FAIL", "database", "%s is inside the document "
+			    "root %s — move it outside and update `database`",
+			    c->database, o->docroot);
+		if (f.fail == 0)
+			finding(&f, "ok", "document root", "config and database are "
+			    "outside %s", o->docroot);
+	}
+
+	/* The database: opens (creating it if needed), WAL, writable. */
+	if ((slash = strrchr(c->database, '/')) != NULL &&
+	    (size_t)(slash - c->database) < sizeof dir) {
+		memcpy(dir, c->database, (size_t)(slash - c->database));
+		dir[slash - c->database] = '\0';
+		if (dir[0] == '\0')
+			snprintf(dir, sizeof dir, "/");
+		if (stat(dir, &sb) == -1)
+			finding(&f, "FAIL", "database", "its directory %s: %s — create "
+			    "it (mkdir -m 2770 %s)", dir, strerror(errno), dir);
+		else if (access(dir, W_OK | X_OK) == -1)
+			finding(&f, "FAIL", "database", "this user cannot create files "
+			    "in %s (SQLite needs to create the -wal and -shm files "
+			    "there) — chmod g+w, or add this user to its group", dir);
+		else if (!(sb.st_mode & S_ISGID) || !(sb.st_mode & S_IWGRP))
+			finding(&f, "WARN", "database", "%s is not a setgid, group-"
+			    "writable directory: if the web server and cron run as "
+			    "different users, the second one gets \"attempt to write "
+			    "a readonly database\" — chmod 2770 %s and use one group",
+			    dir, dir);
+	}
+	if ((ib = open_inbox(c)) == NULL) {
+		finding(&f, "FAIL", "database", "%s does not open (above) — check "
+		    "the path and permissions; WAL needs a local filesystem, not "
+		    "NFS", c->database);
+	} else {
+		finding(&f, "ok", "database", "%s opens in WAL mode", c->database);
+		if (inbox_probe_write(ib, &err) != INBOX_OK)
+			finding(&f, "FAIL", "database", "this user cannot write it: %s "
+			    "— give the web server's and the cron user one group, "
+			    "chmod g+rw the database and its -wal and -shm files",
+			    err.data);
+		else
+			finding(&f, "ok", "database", "writable by this user");
+		inbox_close(ib);
+	}
+
+	/* The handler. */
+	if (c->handler == NULL) {
+		finding(&f, "FAIL", "handler", "not set: `run` has nothing to hand "
+		    "events to — set handler = /path/to/your/script");
+	} else if ((prog = handler_program(c->handler)) == NULL) {
+		finding(&f, "WARN", "handler", "a shell construct; not checked — "
+		    "run it by hand: echo '{}' | sh -c '<handler>'");
+	} else {
+		if (executable(prog, found, sizeof found))
+			finding(&f, "ok", "handler", "%s is executable", found);
+		else
+			finding(&f, "FAIL", "handler", "%s is not an executable file "
+			    "for this user — chmod +x it, or name its interpreter "
+			    "(handler = /usr/bin/php /path/handler.php)", prog);
+		free(prog);
+	}
+
+	/* The API, when configured. */
+	if (c->api_url != NULL) {
+		char *token = config_api_token(c, &err);
+		if (token == NULL) {
+			finding(&f, "FAIL", "api", "%s — put the token in a file only "
+			    "the cron user can read", err.data);
+		} else {
+			sodium_memzero(token, strlen(token));
+			free(token);
+			finding(&f, "ok", "api", "%s, token readable", c->api_url);
+			if (c->api_token_file != NULL &&
+			    stat(c->api_token_file, &sb) == 0 &&
+			    (sb.st_mode & (S_IRGRP | S_IROTH)))
+				finding(&f, "WARN", "api", "%s is readable by others "
+				    "— chmod 600 %s", c->api_token_file,
+				    c->api_token_file);
+		}
+	}
+	printf("%d failed, %d warnings\n", f.fail, f.warn);
+	buf_free(&err);
+	return f.fail ? EXIT_FAILED : 0;
+}
+
 /* ---- sync, recover -------------------------------------------------------- */
 
 /* Objects per page we ask for. */
@@ -1804,6 +2016,8 @@ main(int argc, char **argv)
 		rc = cmd_purge(&c);
 	else if (strcmp(cmd, "send") == 0)
 		rc = cmd_send(&c, &o);
+	else if (strcmp(cmd, "check") == 0)
+		rc = cmd_check(&c, &o);
 	else if (strcmp(cmd, "sync") == 0)
 		rc = cmd_sync(&c, &o);
 	else if (strcmp(cmd, "recover") == 0)

@@ -122,34 +122,6 @@ refuse(struct request *r, int status, const char *id, const char *why)
 	}
 }
 
-/* Is `path` (which may not exist yet: then its directory) inside `dir`?
- * Both are resolved, so symlinks and ".." do not hide it. */
-static int
-inside(const char *dir, const char *path)
-{
-	char rdir[PATH_MAX], rpath[PATH_MAX], tmp[PATH_MAX];
-	size_t n;
-
-	if (realpath(dir, rdir) == NULL)
-		return 0;
-	if (realpath(path, rpath) == NULL) {
-		const char *slash = strrchr(path, '/');
-		if (slash == NULL)
-			slash = path - 1;
-		n = (size_t)(slash - path);
-		if (n == 0 || n >= sizeof tmp)
-			return 0;
-		memcpy(tmp, path, n);
-		tmp[n] = '\0';
-		if (realpath(tmp, rpath) == NULL)
-			return 0;
-	}
-	n = strlen(rdir);
-	if (n == 1)	/* DOCUMENT_ROOT "/" holds everything */
-		return 1;
-	return strncmp(rpath, rdir, n) == 0 && (rpath[n] == '/' || rpath[n] == '\0');
-}
-
 /*
  * Make st->conf current for this request: find the file (WEBHOOK_CONF as a
  * FastCGI/CGI parameter, then the process environment, then webhook.conf
@@ -211,9 +183,9 @@ prepare(struct state *st, struct request *r)
 		free(st->docroot);
 		st->docroot = strdup(docroot);
 		st->docroot_problem = NULL;
-		if (*docroot != '\0' && inside(docroot, st->conf.path))
+		if (*docroot != '\0' && util_path_inside(docroot, st->conf.path))
 			st->docroot_problem = "the config file";
-		else if (*docroot != '\0' && inside(docroot, st->conf.database))
+		else if (*docroot != '\0' && util_path_inside(docroot, st->conf.database))
 			st->docroot_problem = "the database";
 		if (st->docroot_problem != NULL)
 			log_msg("config: %s is inside the document root %s, where "

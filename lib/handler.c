@@ -102,8 +102,9 @@ handler_run(const char *command, const void *input, size_t input_len,
 	}
 
 	/* Until the output ends (every writer gone) or, once the shell has
-	 * exited, until nothing more is readable. */
-	while (outpipe[0] != -1) {
+	 * exited, until nothing more is readable — and while the shell lives,
+	 * until stdin is written. */
+	while (outpipe[0] != -1 || (inpipe[1] != -1 && !reaped)) {
 		struct pollfd pfd[2];
 		int nfd = 0, wait_ms = 100;
 		int64_t now = util_mono_ns();
@@ -122,10 +123,14 @@ handler_run(const char *command, const void *input, size_t input_len,
 			/* Stray processes of the group: end them (handler.h). */
 			kill(-pid, SIGKILL);
 		}
+		/* outpipe[0] is -1 once the output ended: poll skips it, and
+		 * stdin is still fed (a handler may close its output first). */
 		pfd[nfd].fd = outpipe[0];
+		pfd[nfd].revents = 0;
 		pfd[nfd++].events = POLLIN;
 		if (inpipe[1] != -1) {
 			pfd[nfd].fd = inpipe[1];
+			pfd[nfd].revents = 0;
 			pfd[nfd++].events = POLLOUT;
 		}
 		if (reaped)
@@ -141,7 +146,7 @@ handler_run(const char *command, const void *input, size_t input_len,
 				close(outpipe[0]);
 				outpipe[0] = -1;
 			}
-		} else if (reaped) {
+		} else if (reaped && outpipe[0] != -1) {
 			/* The shell is gone and nothing is pending. */
 			close(outpipe[0]);
 			outpipe[0] = -1;

@@ -33,6 +33,7 @@ struct inbox {
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
 	int		 wal_frames;	/* frames in the WAL after the last commit */
+	int		 ckpt_frames;	/* wal_frames at the last checkpoint try */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 };
 
@@ -204,23 +205,29 @@ sync_wal(struct inbox *ib)
 enum inbox_status
 inbox_maintain(struct inbox *ib, struct buf *err)
 {
-	int rc, rc2, log = 0, done = 0;
+	enum inbox_status s = INBOX_OK;
+	int rc, log = 0, done = 0;
 
-	if (!ib->group_commit || ib->wal_frames < INBOX_CHECKPOINT_FRAMES)
+	if (!ib->group_commit)
 		return INBOX_OK;
+	if (ib->wal_frames < ib->ckpt_frames)
+		ib->ckpt_frames = 0;	/* the WAL was restarted meanwhile */
+	/* Growth since our last try, not the WAL's size: when another
+	 * worker's checkpoint is the one that runs, we do not retry at every
+	 * request. */
+	if (ib->wal_frames - ib->ckpt_frames < INBOX_CHECKPOINT_FRAMES)
+		return INBOX_OK;
+	ib->ckpt_frames = ib->wal_frames;
 	if ((rc = exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
 		return db_fail(ib, err, "checkpoint", rc);
 	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", SQLITE_CHECKPOINT_PASSIVE,
 	    &log, &done);
-	rc2 = exec(ib, "PRAGMA synchronous = OFF");
-	/* Try again after another INBOX_CHECKPOINT_FRAMES frames at most, even
-	 * if readers kept this one from finishing. */
-	ib->wal_frames = 0;
-	if (rc != SQLITE_OK)
-		return db_fail(ib, err, "checkpoint", rc);
-	if (rc2 != SQLITE_OK)
-		return db_fail(ib, err, "checkpoint", rc2);
-	return INBOX_OK;
+	/* SQLITE_BUSY: another worker is checkpointing; that one will do. */
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+		s = db_fail(ib, err, "checkpoint", rc);	/* before the next exec */
+	if ((rc = exec(ib, "PRAGMA synchronous = OFF")) != SQLITE_OK && s == INBOX_OK)
+		s = db_fail(ib, err, "checkpoint", rc);
+	return s;
 }
 
 /* Run a one-row PRAGMA and tell whether its text answer is "wal". */
@@ -267,6 +274,28 @@ set_wal(struct inbox *ib)
 	}
 }
 
+static enum inbox_status
+check_version(struct inbox *ib, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, version;
+
+	if ((rc = sqlite3_prepare_v2(ib->db, "PRAGMA user_version", -1, &st,
+	    NULL)) != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return db_fail(ib, err, "reading the schema version", rc);
+	}
+	version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version > SCHEMA_VERSION) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: schema version %d is newer than this "
+		    "program's %d", ib->path, version, SCHEMA_VERSION);
+		return INBOX_FAILED;
+	}
+	return INBOX_OK;
+}
+
 enum inbox_status
 inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
@@ -294,6 +323,11 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 	sqlite3_extended_result_codes(ib->db, 1);
 	sqlite3_busy_handler(ib->db, busy_wait, ib);
 
+	/* A database from a newer version of this program is left untouched
+	 * (not even switched to WAL). */
+	if ((s = check_version(ib, err)) != INBOX_OK)
+		goto out;
+	s = INBOX_FAILED;
 	/* WAL: the receiver's commits never wait on the drainer's reads.  It
 	 * does not work on network filesystems; say so instead of limping. */
 	if ((rc = set_wal(ib)) != SQLITE_OK) {
@@ -1081,10 +1115,12 @@ enum inbox_status
 inbox_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
     int64_t *n, struct buf *err)
 {
+	/* An event whose body retention dropped has nothing to hand out:
+	 * it stays as it is (the caller says how to get it back). */
 	return filtered_write(ib,
 	    "UPDATE events SET state = 'pending', failures = 0, requeued = 1,"
-	    " next_at = ?8, finished_at = NULL" FILTER_WHERE,
-	    f, now_ns, n, "requeueing", err);
+	    " next_at = ?8, finished_at = NULL" FILTER_WHERE
+	    " AND body IS NOT NULL", f, now_ns, n, "requeueing", err);
 }
 
 enum inbox_status
@@ -1241,6 +1277,23 @@ fail:
 	sqlite3_finalize(st);
 	{
 		enum inbox_status s = db_fail(ib, err, "status", rc);
+		rollback(ib);
+		return s;
+	}
+}
+
+enum inbox_status
+inbox_probe_write(struct inbox *ib, struct buf *err)
+{
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "taking the write lock", rc);
+	rc = exec(ib, "INSERT INTO meta (key, value) VALUES ('check', 1)"
+	    " ON CONFLICT (key) DO UPDATE SET value = value + 1");
+	{
+		enum inbox_status s = rc == SQLITE_OK ? INBOX_OK :
+		    db_fail(ib, err, "writing", rc);
 		rollback(ib);
 		return s;
 	}

@@ -231,7 +231,8 @@ enum inbox_status inbox_count(struct inbox *ib, const struct inbox_filter *f,
 
 /*
  * Requeue: make matching events pending and due now with a fresh failure
- * budget, marked requeued (handed out even if stale).  Forget: delete the
+ * budget, marked requeued (handed out even if stale); events whose body
+ * retention dropped are left as they are (nothing to hand out).  Forget: delete the
  * matching rows (the object's clocks stay).  Both in one transaction;
  * *n gets the number of events changed.
  */
@@ -269,6 +270,15 @@ struct inbox_status_report {
 };
 enum inbox_status inbox_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * For `check`: can this process take the write lock and write?  A write
+ * transaction that is rolled back (nothing changes).  Returns INBOX_OK or
+ * BUSY/FAILED with SQLite's reason ("attempt to write a readonly
+ * database", …) in err.
+ */
+enum inbox_status inbox_probe_write(struct inbox *ib, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /* Record a drainer run's start / end and outcome (short text). */

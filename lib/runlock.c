@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runlock.h"
@@ -21,14 +22,19 @@ runlock_try(const char *database, struct buf *err)
 		(void)buf_printf(err, "%s: lock path too long", database);
 		return -1;
 	}
-	/* No O_CLOEXEC: handlers inherit it on purpose (see runlock.h). */
-	fd = open(path.data, O_RDWR | O_CREAT | O_NOFOLLOW, 0660);
+	/* No O_CLOEXEC: handlers inherit it on purpose (see runlock.h).
+	 * Read-only is enough for flock(2), so a group member can take the
+	 * lock even when cron's umask 022 left the file 0640. */
+	fd = open(path.data, O_RDONLY | O_CREAT | O_NOFOLLOW, 0660);
 	if (fd == -1) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
 		buf_free(&path);
 		return -1;
 	}
+	/* Created by us under a restrictive umask: give the group its share.
+	 * (Fails harmlessly when another user owns the file.) */
+	(void)fchmod(fd, 0660);
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		int e = errno;
 		close(fd);

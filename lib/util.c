@@ -280,3 +280,34 @@ util_mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+int
+util_path_inside(const char *dir, const char *path)
+{
+	char rdir[PATH_MAX], rpath[PATH_MAX], tmp[PATH_MAX];
+	const char *slash;
+	size_t n;
+
+	if (realpath(dir, rdir) == NULL)
+		return 0;
+	if (realpath(path, rpath) == NULL) {
+		if ((slash = strrchr(path, '/')) == NULL) {
+			if (getcwd(tmp, sizeof tmp) == NULL)
+				return 0;
+		} else {
+			n = (size_t)(slash - path);
+			if (n == 0)
+				n = 1;	/* "/x": the root directory */
+			if (n >= sizeof tmp)
+				return 0;
+			memcpy(tmp, path, n);
+			tmp[n] = '\0';
+		}
+		if (realpath(tmp, rpath) == NULL)
+			return 0;
+	}
+	n = strlen(rdir);
+	if (n == 1)	/* "/" holds everything */
+		return 1;
+	return strncmp(rpath, rdir, n) == 0 && (rpath[n] == '/' || rpath[n] == '\0');
+}

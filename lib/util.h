@@ -79,6 +79,14 @@ void	log_open(const char *path);	/* NULL or "" means stderr */
 void	log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_vmsg(const char *fmt, va_list ap);
 
+/*
+ * Is `path` inside directory `dir` (or `dir` itself)?  Both are resolved
+ * with realpath(3), so symlinks and ".." do not hide it; a path that does
+ * not exist yet is judged by its directory.  Returns 1 or 0 (0 also when
+ * `dir` cannot be resolved).
+ */
+int	util_path_inside(const char *dir, const char *path);
+
 /* Wall clock, nanoseconds since the epoch (CLOCK_REALTIME, which libfaketime
  * moves in tests). */
 int64_t	util_now_ns(void);

@@ -1,0 +1,148 @@
+"""webhook-drain check (issue 6): each misconfiguration it claims to catch,
+one test each, on real files and, where a second user matters, as
+`nobody`."""
+import os
+import shutil
+import subprocess
+import unittest
+
+from harness import SECRET_A, DRAIN, Sandbox, write_conf
+
+
+class TestCheck(unittest.TestCase):
+    def setUp(self):
+        self.sb = Sandbox()
+        self.data = os.path.join(self.sb.dir, "data")
+        os.mkdir(self.data)
+        os.chmod(self.data, 0o2770)
+        self.handler = os.path.join(self.sb.dir, "handler.sh")
+        with open(self.handler, "w") as f:
+            f.write("#!/bin/sh\ncat >/dev/null\n")
+        os.chmod(self.handler, 0o755)
+        self.keys = {"database": os.path.join(self.data, "inbox.db"),
+                     "secret": SECRET_A, "handler": self.handler}
+        self.conf()
+
+    def tearDown(self):
+        self.sb.cleanup()
+
+    def conf(self, **changes):
+        keys = dict(self.keys)
+        keys.update(changes)
+        keys = {k: v for k, v in keys.items() if v is not None}
+        write_conf(self.sb.conf, **keys)
+        os.chmod(self.sb.conf, 0o640)
+
+    def check(self, *args, user=None):
+        cmd = [DRAIN, "-c", self.sb.conf, "check"] + list(args)
+        if user:
+            cmd = ["runuser", "-u", user, "--"] + cmd
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **self.sb.env()))
+        return p.returncode, p.stdout + p.stderr
+
+    def assertFinding(self, out, level, what, text):
+        lines = [l for l in out.splitlines() if l.startswith(level) and
+                 (" %s:" % what) in l and text in l]
+        self.assertTrue(lines, "no %s %s finding with %r in:\n%s" % (level, what, text, out))
+
+    def test_good_setup_passes(self):
+        rc, out = self.check("--document-root", os.path.join(self.sb.dir, "htdocs"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("0 failed, 0 warnings", out)
+        self.assertFinding(out, "ok", "database", "opens in WAL mode")
+
+    def test_config_that_does_not_load_exits_2_with_its_line(self):
+        with open(self.sb.conf, "a") as f:
+            f.write("tolerence = 300\n")
+        rc, out = self.check()
+        self.assertEqual(rc, 2)
+        self.assertRegex(out, r"webhook.conf:\d+: tolerence: unknown key")
+
+    def test_bad_secret_named_never_shown(self):
+        self.conf(secret="whsec_C2FVsBQIhrscChlQIMV-b5sSYspob7oD")
+        rc, out = self.check()
+        self.assertEqual(rc, 2)
+        self.assertIn("secret: not standard base64", out)
+        self.assertNotIn("C2FVsBQ", out)
+
+    def test_world_readable_config(self):
+        os.chmod(self.sb.conf, 0o644)
+        rc, out = self.check()
+        self.assertEqual(rc, 0)
+        self.assertFinding(out, "WARN", "config", "readable by every user")
+
+    def test_small_max_body(self):
+        self.conf(max_body="131072")
+        rc, out = self.check()
+        self.assertFinding(out, "WARN", "max_body", "260 KB")
+
+    def test_config_and_database_inside_document_root(self):
+        rc, out = self.check("--document-root", self.sb.dir)
+        self.assertEqual(rc, 1)
+        self.assertFinding(out, "FAIL", "config", "inside the document root")
+        self.assertFinding(out, "FAIL", "database", "inside the document root")
+
+    def test_database_directory_missing(self):
+        self.conf(database=os.path.join(self.sb.dir, "nowhere", "inbox.db"))
+        rc, out = self.check()
+        self.assertEqual(rc, 1)
+        self.assertFinding(out, "FAIL", "database", "No such file or directory")
+
+    def test_database_directory_not_setgid_group_writable(self):
+        os.chmod(self.data, 0o755)
+        rc, out = self.check()
+        self.assertFinding(out, "WARN", "database", "setgid")
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to act as nobody")
+    def test_database_not_writable_by_this_user(self):
+        # The inbox exists (created by "the web server": root here) and
+        # nobody may read but not write it or its directory.
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        for p in (self.sb.dir, self.data):
+            os.chmod(p, 0o755)
+        os.chmod(self.sb.conf, 0o644)
+        os.chmod(self.handler, 0o755)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.keys["database"] + suffix):
+                os.chmod(self.keys["database"] + suffix, 0o644)
+        rc, out = self.check(user="nobody")
+        self.assertEqual(rc, 1, out)
+        self.assertFinding(out, "FAIL", "database", "cannot")
+
+    def test_handler_missing_or_not_executable(self):
+        self.conf(handler=None)
+        rc, out = self.check()
+        self.assertFinding(out, "FAIL", "handler", "not set")
+        os.chmod(self.handler, 0o644)
+        self.conf()
+        rc, out = self.check()
+        self.assertEqual(rc, 1)
+        self.assertFinding(out, "FAIL", "handler", "not an executable")
+
+    def test_handler_by_name_in_path_and_after_assignments(self):
+        self.conf(handler="WEBHOOK_OUT=/tmp/x php /srv/handler.php")
+        rc, out = self.check()
+        php = shutil.which("php")
+        if php:
+            self.assertFinding(out, "ok", "handler", php)
+        else:
+            self.assertFinding(out, "FAIL", "handler", "php")
+
+    def test_api_token_unreadable_or_too_open(self):
+        tok = os.path.join(self.sb.dir, "token")
+        self.conf(api_url="http://127.0.0.1:9/public/v1", api_token_file=tok)
+        rc, out = self.check()
+        self.assertEqual(rc, 1)
+        self.assertFinding(out, "FAIL", "api", "api_token_file")
+        with open(tok, "w") as f:
+            f.write("tok_abcdef\n")
+        os.chmod(tok, 0o644)
+        rc, out = self.check()
+        self.assertFinding(out, "WARN", "api", "readable by others")
+        self.assertNotIn("tok_abcdef", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
