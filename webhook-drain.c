@@ -1774,7 +1774,7 @@ cmd_sync(const struct config *c, struct opts *o)
 		 * query starts after the newest updated_at seen. */
 		if (inbox_store_batch(ib, b->d, b->n, cname,
 		    next != NULL ? after : (max_raw != NULL ? max_raw : after),
-		    next, &stored, &err) != INBOX_OK) {
+		    next, &stored, NULL, &err) != INBOX_OK) {
 			fprintf(stderr, "webhook-drain: %s\n", err.data);
 			batch_free(b);
 			goto out;
@@ -1908,7 +1908,7 @@ cmd_recover(const struct config *c, struct opts *o)
 				last[0] = '\0';
 		}
 		if (inbox_store_batch(ib, b->d, b->n, NULL, NULL, NULL, &stored,
-		    &err) != INBOX_OK) {
+		    NULL, &err) != INBOX_OK) {
 			fprintf(stderr, "webhook-drain: %s\n", err.data);
 			batch_free(b);
 			goto out;

@@ -8,9 +8,17 @@
  *
  * FastCGI when fd 0 is a listening socket (FCGX_IsCGI says no), else one
  * plain CGI request from the environment and stdin.
+ *
+ * In FastCGI mode the process runs WEBHOOK_THREADS request threads (default
+ * 8) so that a web server that sends it several requests at once (lighttpd,
+ * nginx, mod_proxy_fcgi) gets them handled together: their deliveries are
+ * committed in one transaction and one sync (lib/committer.h).  The main
+ * thread only waits for SIGTERM/SIGUSR1/SIGHUP: the threads then finish the
+ * request in hand and stop taking new ones.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +30,7 @@
 #include <fcgiapp.h>
 #include <sodium.h>
 
+#include "lib/committer.h"
 #include "lib/config.h"
 #include "lib/event.h"
 #include "lib/inbox.h"
@@ -39,6 +48,11 @@
 #define RETRY_AFTER		"30"
 /* Bytes read per FCGX_GetStr / fread call. */
 #define READ_CHUNK		65536
+/* Request threads per FastCGI process (WEBHOOK_THREADS): enough to batch
+ * the provider's 5 deliveries in flight with room for a busy server; a
+ * thread costs a stack and a 64 KiB read buffer. */
+#define THREADS_DEFAULT		8
+#define THREADS_MAX		64
 
 /* One request, whichever protocol carries it. */
 struct request {
@@ -46,21 +60,36 @@ struct request {
 	char		**envp;
 };
 
-/* What survives between requests in one process. */
-struct state {
-	char		*conf_path;	/* the file `conf` was read from */
-	struct stat	 conf_st;	/* its identity when read */
+/*
+ * One loaded config and what hangs off it, shared by the request threads.
+ * A new one replaces it when the file changes (a secret rotation is an
+ * edit); requests still using the old one keep it alive (refs).
+ */
+struct site {
+	int		 refs;		/* under site_mu */
+	char		*conf_path;
+	struct stat	 conf_st;	/* identity of the file when read */
 	int		 conf_ok;
 	struct config	 conf;
-	struct buf	 conf_err;	/* why it is not ok */
-	char		*docroot;	/* DOCUMENT_ROOT the checks below ran for */
+	pthread_mutex_t	 mu;		/* guards what follows */
+	char		*docroot;	/* DOCUMENT_ROOT the checks ran for */
 	const char	*docroot_problem;	/* NULL: both outside it */
-	struct inbox	*inbox;		/* open on conf.database, or NULL */
-	struct buf	 body;		/* "id.timestamp." + body */
-	struct buf	 sigs;		/* webhook-signature values joined */
-	struct buf	 err;
-	char		 self_conf[PATH_MAX];	/* webhook.conf beside us */
+	struct committer *cm;		/* FastCGI: group commit */
+	struct inbox	*ib;		/* plain CGI: one direct commit */
 };
+
+/* What one request thread owns. */
+struct worker {
+	struct buf	 body;	/* "id.timestamp." + body */
+	struct buf	 sigs;	/* webhook-signature values joined */
+	struct buf	 err;
+	FCGX_Request	 req;
+	pthread_t	 tid;
+};
+
+static pthread_mutex_t site_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct site *current;		/* under site_mu */
+static char self_conf[PATH_MAX];	/* webhook.conf beside us */
 
 static const char *
 param(struct request *r, const char *name)
@@ -122,102 +151,148 @@ refuse(struct request *r, int status, const char *id, const char *why)
 	}
 }
 
-/*
- * Make st->conf current for this request: find the file (WEBHOOK_CONF as a
- * FastCGI/CGI parameter, then the process environment, then webhook.conf
- * beside the executable), re-read it when it changed (one stat per request:
- * a secret rotation is an edit, and shared-hosting users cannot restart
- * workers), check the document root, open the inbox.  Returns 0 when the
- * request can go on; else -1 with the reason logged once per change.
- */
+static void
+site_release(struct site *st)
+{
+	int last;
+
+	if (st == NULL)
+		return;
+	pthread_mutex_lock(&site_mu);
+	last = --st->refs == 0;
+	pthread_mutex_unlock(&site_mu);
+	if (!last)
+		return;
+	committer_close(st->cm);
+	inbox_close(st->ib);
+	config_free(&st->conf);
+	free(st->conf_path);
+	free(st->docroot);
+	pthread_mutex_destroy(&st->mu);
+	free(st);
+}
+
 static int
-prepare(struct state *st, struct request *r)
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	    a->st_size == b->st_size &&
+	    a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	    a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/*
+ * The site for this request, with a reference (site_release it): the config
+ * found through WEBHOOK_CONF as a FastCGI/CGI parameter, then the process
+ * environment, then webhook.conf beside the executable — re-read when the
+ * file changed (one stat per request: shared-hosting users cannot restart
+ * workers).  A bad config is logged once, when it is read.
+ */
+static struct site *
+site_acquire(struct request *r, struct buf *err)
 {
 	const char *path = param(r, "WEBHOOK_CONF");
-	const char *docroot = param(r, "DOCUMENT_ROOT");
-	struct inbox_options io;
+	struct site *st, *old = NULL;
 	struct stat sb;
-	int changed;
 
 	if (path == NULL || *path == '\0')
 		path = getenv("WEBHOOK_CONF");
 	if (path == NULL || *path == '\0')
-		path = st->self_conf;
+		path = self_conf;
 	if (stat(path, &sb) == -1)
 		memset(&sb, 0, sizeof sb);
-	changed = st->conf_path == NULL || strcmp(st->conf_path, path) != 0 ||
-	    sb.st_ino != st->conf_st.st_ino || sb.st_dev != st->conf_st.st_dev ||
-	    sb.st_size != st->conf_st.st_size ||
-	    sb.st_mtim.tv_sec != st->conf_st.st_mtim.tv_sec ||
-	    sb.st_mtim.tv_nsec != st->conf_st.st_mtim.tv_nsec ||
-	    sb.st_ctim.tv_sec != st->conf_st.st_ctim.tv_sec ||
-	    sb.st_ctim.tv_nsec != st->conf_st.st_ctim.tv_nsec;
-	if (changed) {
-		inbox_close(st->inbox);
-		st->inbox = NULL;
-		config_free(&st->conf);
-		free(st->conf_path);
-		free(st->docroot);
-		st->docroot = NULL;
-		st->conf_st = sb;
-		if ((st->conf_path = strdup(path)) == NULL) {
-			st->conf_ok = 0;
-			return -1;
+	pthread_mutex_lock(&site_mu);
+	st = current;
+	if (st == NULL || strcmp(st->conf_path, path) != 0 ||
+	    !same_file(&sb, &st->conf_st)) {
+		if ((st = calloc(1, sizeof *st)) == NULL ||
+		    (st->conf_path = strdup(path)) == NULL) {
+			free(st);
+			pthread_mutex_unlock(&site_mu);
+			return NULL;
 		}
-		st->conf_ok = config_load(path, &st->conf, &st->conf_err) == 0;
+		pthread_mutex_init(&st->mu, NULL);
+		st->conf_st = sb;
+		st->refs = 1;		/* current's own reference */
+		st->conf_ok = config_load(path, &st->conf, err) == 0;
 		if (st->conf_ok) {
 			log_open(st->conf.log);
 		} else {
 			log_open(NULL);
 			log_msg("config: %s (answering 503 until it is fixed)",
-			    st->conf_err.data);
+			    err->data);
 		}
+		old = current;
+		current = st;
 	}
+	st->refs++;
+	pthread_mutex_unlock(&site_mu);
+	site_release(old);	/* drop current's reference to the old one */
+	return st;
+}
+
+/*
+ * Can this request go on with site `st`: config ok, neither the config
+ * nor the database inside DOCUMENT_ROOT (both would be downloadable), the
+ * inbox open?  Returns 0, or -1 with the reason logged.
+ */
+static int
+prepare(struct site *st, struct request *r, struct buf *err)
+{
+	const char *docroot = param(r, "DOCUMENT_ROOT");
+	struct inbox_options io;
+	int rc = 0;
+
 	if (!st->conf_ok)
 		return -1;
-
-	/* Secrets and the database must not be downloadable. */
 	if (docroot == NULL)
 		docroot = "";
+	pthread_mutex_lock(&st->mu);
 	if (st->docroot == NULL || strcmp(st->docroot, docroot) != 0) {
 		free(st->docroot);
 		st->docroot = strdup(docroot);
 		st->docroot_problem = NULL;
 		if (*docroot != '\0' && util_path_inside(docroot, st->conf.path))
 			st->docroot_problem = "the config file";
-		else if (*docroot != '\0' && util_path_inside(docroot, st->conf.database))
+		else if (*docroot != '\0' &&
+		    util_path_inside(docroot, st->conf.database))
 			st->docroot_problem = "the database";
 		if (st->docroot_problem != NULL)
 			log_msg("config: %s is inside the document root %s, where "
 			    "anyone can download it; move it outside and point "
 			    "WEBHOOK_CONF / database at the new place (answering "
 			    "503 until then)", st->docroot_problem, docroot);
-		if (st->docroot == NULL)
-			return -1;
 	}
-	if (st->docroot_problem != NULL)
-		return -1;
-
-	if (st->inbox == NULL) {
-		io.busy_timeout_ms = st->conf.busy_timeout;
-		io.synchronous = st->conf.synchronous;
-		/* A FastCGI worker lives for many requests: group commit
-		 * (bench/RESULTS.md).  Plain CGI commits and syncs at once. */
-		io.group_commit = r->fcgi != NULL;
-		if (inbox_open(st->conf.database, &io, &st->inbox,
-		    &st->err) != INBOX_OK) {
-			log_msg("inbox: %s", st->err.data);
-			return -1;
-		}
+	if (st->docroot == NULL || st->docroot_problem != NULL) {
+		rc = -1;
+		goto out;
 	}
-	return 0;
+	io.busy_timeout_ms = st->conf.busy_timeout;
+	io.synchronous = st->conf.synchronous;
+	/* A FastCGI worker lives for many requests: group commit
+	 * (bench/RESULTS.md).  Plain CGI commits and syncs at once. */
+	io.group_commit = r->fcgi != NULL;
+	if (r->fcgi != NULL && st->cm == NULL &&
+	    committer_open(st->conf.database, &io, &st->cm, err) != INBOX_OK) {
+		log_msg("inbox: %s", err->data);
+		rc = -1;
+	} else if (r->fcgi == NULL && st->ib == NULL &&
+	    inbox_open(st->conf.database, &io, &st->ib, err) != INBOX_OK) {
+		log_msg("inbox: %s", err->data);
+		rc = -1;
+	}
+out:
+	pthread_mutex_unlock(&st->mu);
+	return rc;
 }
 
-/* Join every webhook-signature into st->sigs: one header value from a
+/* Join every webhook-signature into w->sigs: one header value from a
  * server that joins repeated lines, or several FastCGI parameters of the
  * same name from Debian 12's nginx.  -1 when over SIGNATURE_HEADER_MAX. */
 static int
-collect_signatures(struct state *st, struct request *r)
+collect_signatures(struct worker *st, struct request *r)
 {
 	static const char name[] = "HTTP_WEBHOOK_SIGNATURE=";
 	const char *v;
@@ -239,13 +314,13 @@ collect_signatures(struct state *st, struct request *r)
 	return 0;
 }
 
-/* Read the body to its end into st->body, behind the `prefix` bytes already
+/* Read the body to its end into w->body, behind the `prefix` bytes already
  * there.  Returns 0; 1 when it passes max_body (413); -1 on a read error. */
 static int
-read_body(struct state *st, struct request *r, size_t prefix,
-    int64_t content_length)
+read_body(struct worker *st, struct request *r, size_t prefix,
+    int64_t max_body, int64_t content_length)
 {
-	size_t max = (size_t)st->conf.max_body;
+	size_t max = (size_t)max_body;
 	char chunk[READ_CHUNK];
 
 	for (;;) {
@@ -277,8 +352,10 @@ read_body(struct state *st, struct request *r, size_t prefix,
 }
 
 static void
-handle(struct state *st, struct request *r)
+handle(struct worker *w, struct request *r)
 {
+	struct worker *st = w;
+	struct site *site = NULL;
 	const char *method = param(r, "REQUEST_METHOD");
 	const char *id = param(r, "HTTP_WEBHOOK_ID");
 	const char *ts = param(r, "HTTP_WEBHOOK_TIMESTAMP");
@@ -294,31 +371,32 @@ handle(struct state *st, struct request *r)
 	memset(&fields, 0, sizeof fields);
 	if (method == NULL || strcmp(method, "POST") != 0) {
 		refuse(r, 405, id, "method is not POST");
-		return;
+		goto out;
 	}
-	if (prepare(st, r) == -1) {
+	if ((site = site_acquire(r, &w->err)) == NULL ||
+	    prepare(site, r, &w->err) == -1) {
 		refuse(r, 503, id, "not configured (see the config line above)");
-		return;
+		goto out;
 	}
 	if (id == NULL || *id == '\0' || ts == NULL || *ts == '\0') {
 		refuse(r, 400, id, "webhook-id or webhook-timestamp missing");
-		return;
+		goto out;
 	}
 	if (collect_signatures(st, r) == -1) {
 		refuse(r, 401, id, "webhook-signature longer than 16 KiB");
-		return;
+		goto out;
 	}
 	if (st->sigs.len == 0) {
 		refuse(r, 400, id, "webhook-signature missing");
-		return;
+		goto out;
 	}
 	if (strlen(id) > WEBHOOK_ID_MAX) {
 		refuse(r, 400, id, "webhook-id longer than 256 bytes");
-		return;
+		goto out;
 	}
 	if (st->sigs.len > SIGNATURE_HEADER_MAX) {
 		refuse(r, 401, id, "webhook-signature longer than 16 KiB");
-		return;
+		goto out;
 	}
 	if (cl != NULL && *cl != '\0') {
 		if (util_parse_decimal(cl, strlen(cl), INT64_MAX, &content_length)
@@ -326,7 +404,7 @@ handle(struct state *st, struct request *r)
 			refuse(r, 400, id, "CONTENT_LENGTH is not a number");
 			return;
 		}
-		if (content_length > st->conf.max_body) {
+		if (content_length > site->conf.max_body) {
 			refuse(r, 413, id, "CONTENT_LENGTH over max_body");
 			return;
 		}
@@ -335,36 +413,36 @@ handle(struct state *st, struct request *r)
 	/* The signed content is id.timestamp.body: read the body straight in
 	 * behind the prefix, so it is hashed where it lies. */
 	buf_reset(&st->body);
-	st->body.cap = strlen(id) + strlen(ts) + 2 + (size_t)st->conf.max_body;
+	st->body.cap = strlen(id) + strlen(ts) + 2 + (size_t)site->conf.max_body;
 	if (buf_printf(&st->body, "%s.%s.", id, ts) == -1) {
 		refuse(r, 503, id, "out of memory");
-		return;
+		goto out;
 	}
 	prefix = st->body.len;
-	rc = read_body(st, r, prefix, content_length);
+	rc = read_body(st, r, prefix, site->conf.max_body, content_length);
 	if (rc == 1) {
 		refuse(r, 413, id, "body over max_body");
-		return;
+		goto out;
 	}
 	if (rc == -1) {
 		refuse(r, 400, id, "body could not be read to its end");
-		return;
+		goto out;
 	}
 	if (content_length >= 0 && st->body.len - prefix != (size_t)content_length) {
 		refuse(r, 400, id, "body length differs from CONTENT_LENGTH");
-		return;
+		goto out;
 	}
 	if (signature_check_timestamp(ts, strlen(ts), (int64_t)time(NULL),
-	    st->conf.tolerance, &why) == -1 ||
+	    site->conf.tolerance, &why) == -1 ||
 	    util_parse_decimal(ts, strlen(ts), INT64_MAX, &timestamp) == -1) {
 		refuse(r, 401, id, why ? why : "webhook-timestamp unreadable");
-		return;
+		goto out;
 	}
-	if (signature_verify(st->conf.secrets, st->conf.nsecrets,
+	if (signature_verify(site->conf.secrets, site->conf.nsecrets,
 	    (const unsigned char *)st->body.data, st->body.len, st->sigs.data,
 	    st->sigs.len, &which) == -1) {
 		refuse(r, 401, id, "no signature entry verifies");
-		return;
+		goto out;
 	}
 
 	if (event_extract(id, st->body.data + prefix, st->body.len - prefix,
@@ -379,24 +457,24 @@ handle(struct state *st, struct request *r)
 	}
 	d.webhook_id = id;
 	d.webhook_timestamp = timestamp;
-	d.secret_fp = st->conf.secrets[which].fingerprint;
+	d.secret_fp = site->conf.secrets[which].fingerprint;
 	d.body = st->body.data + prefix;
 	d.body_len = st->body.len - prefix;
 	d.fields = &fields;
-	s = inbox_store(st->inbox, &d, &st->err);
-	if (s == INBOX_OK) {
-		respond(r, 200, "OK", NULL, "stored\n");
-	} else if (s == INBOX_DUPLICATE) {
-		respond(r, 200, "OK", NULL, "duplicate\n");
+	if (r->fcgi != NULL) {
+		s = committer_store(site->cm, &d, &st->err);
 	} else {
-		refuse(r, 503, id, st->err.data);
-		if (s == INBOX_FAILED) {	/* reopen next time */
-			inbox_close(st->inbox);
-			st->inbox = NULL;
-		}
+		s = inbox_store(site->ib, &d, &st->err);
 	}
+	if (s == INBOX_OK)
+		respond(r, 200, "OK", NULL, "stored\n");
+	else if (s == INBOX_DUPLICATE)
+		respond(r, 200, "OK", NULL, "duplicate\n");
+	else
+		refuse(r, 503, id, st->err.data);
 out:
 	event_fields_free(&fields);
+	site_release(site);
 	/* A 1 MiB body should not pin 1 MiB per idle worker. */
 	if (st->body.size > 2 * READ_CHUNK) {
 		buf_free(&st->body);
@@ -405,50 +483,117 @@ out:
 }
 
 static void
-state_init(struct state *st)
+worker_init(struct worker *w)
 {
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	memset(st, 0, sizeof *st);
-	buf_init(&st->conf_err, 4096);
-	buf_init(&st->body, 0);
-	buf_init(&st->sigs, SIGNATURE_HEADER_MAX + 1);
-	buf_init(&st->err, 4096);
-	snprintf(st->self_conf, sizeof st->self_conf, "webhook.conf");
-	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		char *slash;
-		exe[n] = '\0';
-		if ((slash = strrchr(exe, '/')) != NULL &&
-		    (size_t)(slash - exe) + sizeof "/webhook.conf" <= sizeof st->self_conf) {
-			memcpy(st->self_conf, exe, (size_t)(slash - exe));
-			memcpy(st->self_conf + (slash - exe), "/webhook.conf",
-			    sizeof "/webhook.conf");
-		}
-	}
+	memset(w, 0, sizeof *w);
+	buf_init(&w->body, 0);
+	buf_init(&w->sigs, SIGNATURE_HEADER_MAX + 1);
+	buf_init(&w->err, 4096);
 }
 
 static void
-state_free(struct state *st)
+worker_free(struct worker *w)
 {
-	inbox_close(st->inbox);
-	config_free(&st->conf);
-	free(st->conf_path);
-	free(st->docroot);
-	buf_free(&st->conf_err);
-	buf_free(&st->body);
-	buf_free(&st->sigs);
-	buf_free(&st->err);
+	buf_free(&w->body);
+	buf_free(&w->sigs);
+	buf_free(&w->err);
+}
+
+static void
+find_self_conf(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	snprintf(self_conf, sizeof self_conf, "webhook.conf");
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) != NULL &&
+	    (size_t)(slash - exe) + sizeof "/webhook.conf" <= sizeof self_conf) {
+		memcpy(self_conf, exe, (size_t)(slash - exe));
+		memcpy(self_conf + (slash - exe), "/webhook.conf",
+		    sizeof "/webhook.conf");
+	}
+}
+
+/* Serialises FCGX_Accept_r, as libfcgi's threaded example does. */
+static pthread_mutex_t accept_mu = PTHREAD_MUTEX_INITIALIZER;
+/* SIGUSR2 interrupts a thread blocked in accept(2) at shutdown: it is
+ * unblocked only around FCGX_Accept_r, so it never interrupts a request. */
+static sigset_t wake_set;
+
+static void
+on_wake(int sig)
+{
+	(void)sig;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct request r;
+	int rc;
+
+	for (;;) {
+		pthread_mutex_lock(&accept_mu);
+		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
+		rc = FCGX_Accept_r(&w->req);
+		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		pthread_mutex_unlock(&accept_mu);
+		if (rc < 0)
+			break;
+		r.fcgi = &w->req;
+		r.envp = w->req.envp;
+		handle(w, &r);
+		FCGX_Finish_r(&w->req);
+	}
+	return NULL;
+}
+
+/* Join the threads that have ended; return how many still run. */
+static int
+join_finished(struct worker *w, int n)
+{
+	int i, alive = 0;
+
+	for (i = 0; i < n; i++) {
+		if (w[i].tid == 0)
+			continue;
+		if (pthread_tryjoin_np(w[i].tid, NULL) == 0)
+			w[i].tid = 0;
+		else
+			alive++;
+	}
+	return alive;
+}
+
+static int
+thread_count(void)
+{
+	const char *v = getenv("WEBHOOK_THREADS");
+	int64_t n = THREADS_DEFAULT;
+
+	if (v != NULL && *v != '\0' &&
+	    util_parse_int(v, 1, THREADS_MAX, &n) == -1) {
+		log_msg("WEBHOOK_THREADS=%s is not a number from 1 to %d; using %d",
+		    v, THREADS_MAX, THREADS_DEFAULT);
+		n = THREADS_DEFAULT;
+	}
+	return (int)n;
 }
 
 int
 main(int argc, char **argv)
 {
-	struct state st;
+	struct worker *workers = NULL;
+	struct sigaction sa;
 	struct request r;
-	FCGX_Request req;
-	sigset_t stop, old;
+	sigset_t stop;
+	int i, nthreads, started = 0, sig = 0, rc = 0;
 
 	(void)argc;
 	(void)argv;
@@ -457,39 +602,82 @@ main(int argc, char **argv)
 		log_msg("libsodium failed to initialise");
 		return 1;
 	}
-	state_init(&st);
+	find_self_conf();
 
 	if (FCGX_IsCGI()) {
+		struct worker w;
+		worker_init(&w);
 		r.fcgi = NULL;
 		r.envp = NULL;
-		handle(&st, &r);
-		state_free(&st);
+		handle(&w, &r);
+		worker_free(&w);
+		site_release(current);
 		return 0;
 	}
 
-	/* libfcgi installs SIGTERM/SIGUSR1 handlers (without SA_RESTART)
-	 * that make an idle FCGX_Accept_r return; we keep them blocked while
-	 * a request is in hand, so it is finished before the process ends. */
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, 0, 0) != 0) {
+	if (FCGX_Init() != 0) {
 		log_msg("FastCGI initialisation failed");
-		state_free(&st);
 		return 1;
 	}
+	/* Every thread blocks the stop signals: the main thread takes them
+	 * with sigwait.  (libfcgi's own SIGTERM/SIGUSR1 handlers never run.) */
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGUSR1);
 	sigaddset(&stop, SIGHUP);
-	while (FCGX_Accept_r(&req) >= 0) {
-		sigprocmask(SIG_BLOCK, &stop, &old);
-		r.fcgi = &req;
-		r.envp = req.envp;
-		handle(&st, &r);
-		FCGX_Finish_r(&req);
-		/* The answer is out: housekeeping costs no request any time. */
-		if (st.inbox != NULL && inbox_maintain(st.inbox, &st.err) != INBOX_OK)
-			log_msg("inbox: %s", st.err.data);
-		sigprocmask(SIG_SETMASK, &old, NULL);
+	sigemptyset(&wake_set);
+	sigaddset(&wake_set, SIGUSR2);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
+	sigaction(SIGUSR2, &sa, NULL);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+
+	nthreads = thread_count();
+	if ((workers = calloc((size_t)nthreads, sizeof *workers)) == NULL) {
+		log_msg("out of memory");
+		return 1;
 	}
-	state_free(&st);
-	return 0;
+	for (i = 0; i < nthreads; i++) {
+		worker_init(&workers[i]);
+		if (FCGX_InitRequest(&workers[i].req, 0, 0) != 0 ||
+		    pthread_create(&workers[i].tid, NULL, worker_main,
+		    &workers[i]) != 0) {
+			log_msg("cannot start request thread %d", i);
+			rc = 1;
+			break;
+		}
+		started++;
+	}
+
+	/* Wait for a stop signal, or for every thread to end by itself (the
+	 * listening socket went away).  A joined thread's tid is set to 0. */
+	for (;;) {
+		struct timespec tick = { 0, 200000000 };
+
+		sig = sigtimedwait(&stop, NULL, &tick);
+		if (sig > 0 || join_finished(workers, started) == 0)
+			break;
+	}
+	/* Stop: threads in accept are woken, again and again to close the
+	 * window between libfcgi's shutdown check and accept(2); busy ones
+	 * finish the request in hand first. */
+	FCGX_ShutdownPending();
+	while (join_finished(workers, started) > 0) {
+		for (i = 0; i < started; i++)
+			if (workers[i].tid != 0)
+				pthread_kill(workers[i].tid, SIGUSR2);
+		usleep(20000);
+	}
+	for (i = 0; i < nthreads; i++)
+		worker_free(&workers[i]);
+	free(workers);
+	pthread_mutex_lock(&site_mu);
+	{
+		struct site *st = current;
+		current = NULL;
+		pthread_mutex_unlock(&site_mu);
+		site_release(st);
+	}
+	return rc;
 }

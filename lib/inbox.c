@@ -202,12 +202,36 @@ sync_wal(struct inbox *ib)
 	return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
 }
 
+int
+inbox_wal_frames(const struct inbox *ib)
+{
+	return ib->wal_frames;
+}
+
 enum inbox_status
-inbox_maintain(struct inbox *ib, struct buf *err)
+inbox_checkpoint(struct inbox *ib, struct buf *err)
 {
 	enum inbox_status s = INBOX_OK;
 	int rc, log = 0, done = 0;
 
+	/* A checkpoint must sync the database file before the WAL can be
+	 * reused, whatever this connection's synchronous level. */
+	if (ib->group_commit && (rc = exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
+		return db_fail(ib, err, "checkpoint", rc);
+	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", SQLITE_CHECKPOINT_PASSIVE,
+	    &log, &done);
+	/* SQLITE_BUSY: another connection is checkpointing; that one will do. */
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+		s = db_fail(ib, err, "checkpoint", rc);	/* before the next exec */
+	if (ib->group_commit && (rc = exec(ib, "PRAGMA synchronous = OFF")) != SQLITE_OK &&
+	    s == INBOX_OK)
+		s = db_fail(ib, err, "checkpoint", rc);
+	return s;
+}
+
+enum inbox_status
+inbox_maintain(struct inbox *ib, struct buf *err)
+{
 	if (!ib->group_commit)
 		return INBOX_OK;
 	if (ib->wal_frames < ib->ckpt_frames)
@@ -218,16 +242,7 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 	if (ib->wal_frames - ib->ckpt_frames < INBOX_CHECKPOINT_FRAMES)
 		return INBOX_OK;
 	ib->ckpt_frames = ib->wal_frames;
-	if ((rc = exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
-		return db_fail(ib, err, "checkpoint", rc);
-	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", SQLITE_CHECKPOINT_PASSIVE,
-	    &log, &done);
-	/* SQLITE_BUSY: another worker is checkpointing; that one will do. */
-	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
-		s = db_fail(ib, err, "checkpoint", rc);	/* before the next exec */
-	if ((rc = exec(ib, "PRAGMA synchronous = OFF")) != SQLITE_OK && s == INBOX_OK)
-		s = db_fail(ib, err, "checkpoint", rc);
-	return s;
+	return inbox_checkpoint(ib, err);
 }
 
 /* Run a one-row PRAGMA and tell whether its text answer is "wal". */
@@ -802,7 +817,7 @@ out:
 enum inbox_status
 inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
     const char *cursor_name, const char *updated_after, const char *page,
-    int64_t *stored, struct buf *err)
+    int64_t *stored, int *changed_out, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	size_t i;
@@ -815,6 +830,8 @@ inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
 		if ((rc = insert_one(ib, &d[i], &changed)) != SQLITE_OK)
 			goto fail;
 		*stored += changed;
+		if (changed_out != NULL)
+			changed_out[i] = changed;
 	}
 	if (cursor_name != NULL) {
 		if ((rc = sqlite3_prepare_v2(ib->db,

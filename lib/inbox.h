@@ -194,13 +194,23 @@ enum inbox_status inbox_finish_stale(struct inbox *ib,
  * API's list (`sync`), events from its events list (`recover`) — in ONE
  * transaction, each under its webhook_id with ON CONFLICT DO NOTHING, and,
  * when cursor_name is not NULL, record the cursor in the same transaction.
- * *stored counts the new ones.  Returns INBOX_OK or BUSY/FAILED (then
- * nothing was stored and the cursor did not move).
+ * *stored counts the new ones; changed (NULL, or n entries) gets 1 for each
+ * delivery stored, 0 for each duplicate.  With group commit the WAL is
+ * synced before returning.  Returns INBOX_OK or BUSY/FAILED (then nothing
+ * was stored and the cursor did not move).  The receiver's committer uses
+ * it to commit many requests' deliveries at once.
  */
 enum inbox_status inbox_store_batch(struct inbox *ib,
 	    const struct inbox_delivery *d, size_t n, const char *cursor_name,
 	    const char *updated_after, const char *page, int64_t *stored,
-	    struct buf *err) __attribute__((warn_unused_result));
+	    int *changed, struct buf *err) __attribute__((warn_unused_result));
+
+/* Frames in the WAL after this connection's last commit (group commit). */
+int	inbox_wal_frames(const struct inbox *ib);
+
+/* A PASSIVE checkpoint on this connection with full syncs, whatever its
+ * synchronous level; SQLITE_BUSY (another checkpoint running) is INBOX_OK. */
+enum inbox_status inbox_checkpoint(struct inbox *ib, struct buf *err);
 
 /* Read a cursor: *updated_after and *page are malloc'd strings or NULL. */
 enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,

@@ -195,12 +195,23 @@ util_escape(const char *s, size_t len, char *out, size_t outsz)
 }
 
 static const char *log_prog = "webhook";
+/* Every line goes to log_fd, which never changes once set: log_open swaps
+ * the file behind it with dup2(2), atomically, so threads logging while a
+ * config reload changes `log` never write to a closed descriptor. */
 static int log_fd = STDERR_FILENO;
+static int stderr_copy = -1;	/* the original stderr, to switch back to */
 
 void
 log_init(const char *progname)
 {
+	int fd;
+
 	log_prog = progname;
+	if (stderr_copy == -1 && (fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)) != -1) {
+		stderr_copy = fd;
+		if ((fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)) != -1)
+			log_fd = fd;
+	}
 }
 
 void
@@ -208,19 +219,20 @@ log_open(const char *path)
 {
 	int fd;
 
-	if (log_fd != STDERR_FILENO) {
-		close(log_fd);
-		log_fd = STDERR_FILENO;
-	}
-	if (path == NULL || *path == '\0')
+	if (path == NULL || *path == '\0') {
+		if (stderr_copy != -1 && log_fd != STDERR_FILENO)
+			(void)dup3(stderr_copy, log_fd, O_CLOEXEC);
 		return;
+	}
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 	if (fd == -1) {
 		log_msg("log: cannot open %s: %s; logging to stderr", path,
 		    strerror(errno));
 		return;
 	}
-	log_fd = fd;
+	if (log_fd == STDERR_FILENO || dup3(fd, log_fd, O_CLOEXEC) == -1)
+		log_msg("log: cannot switch to %s; logging to stderr", path);
+	close(fd);
 }
 
 void

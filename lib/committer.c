@@ -1,0 +1,228 @@
+/*
+ * committer: leader-based group commit and a background checkpointer.
+ * See committer.h.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "committer.h"
+
+/* One waiting delivery; lives on its request thread's stack. */
+struct pending {
+	const struct inbox_delivery	*d;
+	enum inbox_status		 status;
+	int				 done;
+	struct buf			*err;
+	struct pending			*next;
+};
+
+struct committer {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;		/* a batch finished */
+	struct pending	*head, **tail;
+	int		 busy;		/* a leader is committing */
+	int		 broken;
+	struct inbox	*writer;	/* used by the leader only */
+
+	pthread_t	 ckpt_thread;
+	int		 ckpt_started;
+	pthread_cond_t	 ckpt_cv;	/* the WAL grew, or stop */
+	int		 ckpt_stop;
+	int		 wal_frames;	/* writer's WAL size, for the checkpointer */
+	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
+	char		*path;
+};
+
+static void *
+checkpointer_main(void *arg)
+{
+	struct committer *cm = arg;
+	struct buf err;
+	int last = 0;
+
+	buf_init(&err, 4096);
+	pthread_mutex_lock(&cm->mu);
+	while (!cm->ckpt_stop) {
+		struct timespec until;
+		int frames = cm->wal_frames;
+
+		if (frames < last)
+			last = 0;	/* the WAL was restarted */
+		if (frames - last >= INBOX_CHECKPOINT_FRAMES) {
+			last = frames;
+			pthread_mutex_unlock(&cm->mu);
+			if (inbox_checkpoint(cm->checkpointer, &err) != INBOX_OK)
+				log_msg("inbox: %s", err.data);
+			pthread_mutex_lock(&cm->mu);
+			continue;
+		}
+		/* Woken by a leader after a commit; the timeout is only a
+		 * safety net. */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&cm->ckpt_cv, &cm->mu, &until);
+	}
+	pthread_mutex_unlock(&cm->mu);
+	buf_free(&err);
+	return NULL;
+}
+
+enum inbox_status
+committer_open(const char *path, const struct inbox_options *o,
+    struct committer **out, struct buf *err)
+{
+	struct inbox_options wo = *o, co = *o;
+	struct committer *cm;
+	enum inbox_status s;
+
+	*out = NULL;
+	if ((cm = calloc(1, sizeof *cm)) == NULL || (cm->path = strdup(path)) == NULL) {
+		free(cm);
+		buf_reset(err);
+		(void)buf_printf(err, "%s: out of memory", path);
+		return INBOX_FAILED;
+	}
+	pthread_mutex_init(&cm->mu, NULL);
+	pthread_cond_init(&cm->cv, NULL);
+	pthread_cond_init(&cm->ckpt_cv, NULL);
+	cm->tail = &cm->head;
+	wo.group_commit = 1;
+	co.group_commit = 0;
+	co.synchronous = CONFIG_SYNC_FULL;
+	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
+		goto fail;
+	/* Without group commit (synchronous=NORMAL) the writer checkpoints
+	 * by itself like any SQLite connection; no thread needed. */
+	if (o->group_commit && o->synchronous == CONFIG_SYNC_FULL) {
+		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
+			goto fail;
+		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
+			buf_reset(err);
+			(void)buf_printf(err, "%s: cannot start the checkpointer", path);
+			s = INBOX_FAILED;
+			goto fail;
+		}
+		cm->ckpt_started = 1;
+	}
+	*out = cm;
+	return INBOX_OK;
+fail:
+	committer_close(cm);
+	return s;
+}
+
+void
+committer_close(struct committer *cm)
+{
+	if (cm == NULL)
+		return;
+	if (cm->ckpt_started) {
+		pthread_mutex_lock(&cm->mu);
+		cm->ckpt_stop = 1;
+		pthread_cond_signal(&cm->ckpt_cv);
+		pthread_mutex_unlock(&cm->mu);
+		pthread_join(cm->ckpt_thread, NULL);
+	}
+	inbox_close(cm->checkpointer);
+	inbox_close(cm->writer);
+	pthread_cond_destroy(&cm->ckpt_cv);
+	pthread_cond_destroy(&cm->cv);
+	pthread_mutex_destroy(&cm->mu);
+	free(cm->path);
+	free(cm);
+}
+
+int
+committer_broken(struct committer *cm)
+{
+	int b;
+
+	pthread_mutex_lock(&cm->mu);
+	b = cm->broken;
+	pthread_mutex_unlock(&cm->mu);
+	return b;
+}
+
+/* The leader's work: one transaction for the batch.  Called without the
+ * mutex; the batch is ours alone. */
+static enum inbox_status
+commit_batch(struct committer *cm, struct pending *batch, size_t n)
+{
+	struct inbox_delivery d[COMMITTER_BATCH] = { { 0 } };
+	int changed[COMMITTER_BATCH];
+	struct pending *p;
+	enum inbox_status s;
+	int64_t stored;
+	size_t i;
+
+	for (i = 0, p = batch; i < n; i++, p = p->next)
+		d[i] = *p->d;
+	/* The first request's buffer carries the reason for everyone. */
+	s = inbox_store_batch(cm->writer, d, n, NULL, NULL, NULL, &stored,
+	    changed, batch->err);
+	for (i = 0, p = batch; i < n; i++, p = p->next) {
+		if (s != INBOX_OK) {
+			p->status = s;
+			if (p != batch) {
+				buf_reset(p->err);
+				(void)buf_printf(p->err, "%s", batch->err->data ?
+				    batch->err->data : "");
+			}
+		} else {
+			p->status = changed[i] ? INBOX_OK : INBOX_DUPLICATE;
+		}
+	}
+	return s;
+}
+
+enum inbox_status
+committer_store(struct committer *cm, const struct inbox_delivery *d,
+    struct buf *err)
+{
+	struct pending me = { d, INBOX_FAILED, 0, err, NULL };
+
+	pthread_mutex_lock(&cm->mu);
+	*cm->tail = &me;
+	cm->tail = &me.next;
+	while (!me.done) {
+		struct pending *batch, *p, *last = NULL;
+		enum inbox_status s;
+		size_t n = 0;
+
+		if (cm->busy) {
+			pthread_cond_wait(&cm->cv, &cm->mu);
+			continue;
+		}
+		/* Lead: take up to COMMITTER_BATCH from the head of the queue
+		 * (our own delivery is among them or comes in a later batch). */
+		cm->busy = 1;
+		batch = cm->head;
+		for (p = batch; p != NULL && n < COMMITTER_BATCH; p = p->next) {
+			last = p;
+			n++;
+		}
+		cm->head = last->next;
+		if (cm->head == NULL)
+			cm->tail = &cm->head;
+		last->next = NULL;
+		pthread_mutex_unlock(&cm->mu);
+
+		s = commit_batch(cm, batch, n);
+
+		pthread_mutex_lock(&cm->mu);
+		if (s == INBOX_FAILED)
+			cm->broken = 1;
+		for (p = batch; p != NULL; p = p->next)
+			p->done = 1;
+		cm->busy = 0;
+		cm->wal_frames = inbox_wal_frames(cm->writer);
+		if (cm->ckpt_started)
+			pthread_cond_signal(&cm->ckpt_cv);
+		pthread_cond_broadcast(&cm->cv);
+	}
+	pthread_mutex_unlock(&cm->mu);
+	return me.status;
+}

@@ -1,0 +1,58 @@
+/*
+ * committer: group commit for a multi-threaded receiver (issue 5).
+ *
+ * Request threads hand their verified deliveries to committer_store and
+ * wait.  The first thread to find no commit in progress becomes the
+ * leader: it takes every delivery queued so far (at most COMMITTER_BATCH),
+ * stores them in ONE transaction and ONE sync of the WAL (inbox_store_batch
+ * with group commit), records each one's outcome, and wakes the others.
+ * While it commits, new deliveries queue up for the next leader, so the
+ * batch grows with the load and a lone request waits for nobody.
+ *
+ * A checkpointer thread with its own connection (synchronous=FULL) runs a
+ * PASSIVE checkpoint whenever the WAL has grown by INBOX_CHECKPOINT_FRAMES
+ * since its last one: the WAL stays bounded and no request ever waits for
+ * a checkpoint.  (A checkpoint must sync the database file before the WAL
+ * can be reused; the writer connection, which commits without syncing,
+ * never checkpoints: its auto-checkpoint is replaced by a wal hook.)
+ */
+#ifndef WEBHOOK_COMMITTER_H
+#define WEBHOOK_COMMITTER_H
+
+#include "inbox.h"
+#include "util.h"
+
+/* Most deliveries in one transaction: bounds a leader's work (and so the
+ * wait of the requests behind it). */
+#define COMMITTER_BATCH	64
+
+struct committer;
+
+/*
+ * Open the inbox at `path` twice (writer with group commit, checkpointer)
+ * and start the checkpointer thread.  Returns INBOX_OK and *out (free with
+ * committer_close), or the inbox's status with the reason in err.
+ */
+enum inbox_status committer_open(const char *path, const struct inbox_options *o,
+	    struct committer **out, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* Stop the checkpointer, close both connections.  No committer_store may be
+ * running.  Accepts NULL. */
+void	committer_close(struct committer *cm);
+
+/*
+ * Store one delivery, possibly batched with other threads' (see above).
+ * Returns when it is durable: INBOX_OK (new), INBOX_DUPLICATE, or
+ * INBOX_BUSY / INBOX_FAILED for the whole batch it was in (reason in err,
+ * which must be this thread's own buffer).  Thread-safe.
+ */
+enum inbox_status committer_store(struct committer *cm,
+	    const struct inbox_delivery *d, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* 1 when the last batch failed in a way that calls for reopening (the
+ * caller closes and reopens the committer when no request uses it). */
+int	committer_broken(struct committer *cm);
+
+#endif
