@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -419,6 +420,11 @@ handle(struct worker *w, struct request *r)
 		goto out;
 	}
 	prefix = st->body.len;
+	/* A known length is allocated once: a 1 MiB body costs 1 MiB. */
+	if (content_length > 0 && buf_reserve(&st->body, (size_t)content_length) == -1) {
+		refuse(r, 503, id, "out of memory");
+		goto out;
+	}
 	rc = read_body(st, r, prefix, site->conf.max_body, content_length);
 	if (rc == 1) {
 		refuse(r, 413, id, "body over max_body");
@@ -598,6 +604,10 @@ main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	log_init("webhook.fcgi");
+	/* Bodies over 128 KiB get their own mapping and go back to the system
+	 * when freed.  glibc would otherwise raise this threshold after the
+	 * first large free and keep every later large body in the heap. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (sodium_init() < 0) {
 		log_msg("libsodium failed to initialise");
 		return 1;

@@ -64,6 +64,11 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 	memset(f, 0, sizeof *f);
 	if (event_is_relay(webhook_id) || len == 0)
 		return 0;
+	if (len > EVENT_EXTRACT_MAX) {
+		f->note = "body over 512 KiB (EVENT_EXTRACT_MAX): stored without "
+		    "fields, no event clock";
+		return 0;
+	}
 	/* cJSON stops at a NUL byte; such a body is simply not JSON to us. */
 	if (memchr(body, '\0', len) != NULL)
 		return 0;

@@ -19,6 +19,12 @@
  * longer value is not a provider's and is left out (and noted). */
 #define EVENT_FIELD_MAX	256
 
+/* Largest body fields are extracted from, bytes.  The provider truncates
+ * objects over 256 KB, so an outbound event stays well below this; bigger
+ * bodies (relays, strangers) are stored without fields rather than making
+ * cJSON copy every string of them (bench/RESULTS.md, memory). */
+#define EVENT_EXTRACT_MAX	(512 * 1024)
+
 struct event_fields {
 	char	*type;			/* NULL when absent; owned */
 	char	*created_at_raw;	/* createdAt as sent; owned */

@@ -139,6 +139,27 @@ buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int
+buf_reserve(struct buf *b, size_t n)
+{
+	char *nd;
+
+	if (n > b->cap || b->len > b->cap - n) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (b->len + n + 1 <= b->size)
+		return 0;
+	if ((nd = realloc(b->data, b->len + n + 1)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	b->data = nd;
+	b->size = b->len + n + 1;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
 void
 buf_reset(struct buf *b)
 {

@@ -57,6 +57,9 @@ int	buf_append(struct buf *b, const void *p, size_t n) WARN_UNUSED;
  * also builds best-effort error messages, where a cut message is fine. */
 int	buf_printf(struct buf *b, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* Make room for `n` more bytes in one allocation (no doubling), so a body
+ * of known length costs its length, not up to twice that.  0 or -1. */
+int	buf_reserve(struct buf *b, size_t n) WARN_UNUSED;
 void	buf_reset(struct buf *b);	/* len = 0, keeps the allocation */
 void	buf_free(struct buf *b);	/* frees; b may be reused after buf_init */
 

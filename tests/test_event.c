@@ -464,6 +464,38 @@ START_TEST(fields_free)
 }
 END_TEST
 
+/* Bodies over EVENT_EXTRACT_MAX are stored without fields (memory bound);
+ * one byte less still gets them. */
+START_TEST(extract_size_bound)
+{
+	const char *head = "{\"type\":\"client.updated\",\"createdAt\":"
+	    "\"2026-11-30T10:00:00Z\",\"data\":{\"object\":\"client\","
+	    "\"id\":\"c1\",\"pad\":\"";
+	size_t hl = strlen(head), n;
+	struct event_fields f;
+	char *body;
+
+	for (n = EVENT_EXTRACT_MAX; n <= EVENT_EXTRACT_MAX + 1; n++) {
+		ck_assert_ptr_nonnull(body = malloc(n));
+		memcpy(body, head, hl);
+		memset(body + hl, 'x', n - hl - 4);
+		memcpy(body + n - 4, "\"}}\n", 4);
+		ck_assert_int_eq(event_extract("msg_big", body, n, &f), 0);
+		if (n == EVENT_EXTRACT_MAX) {
+			ck_assert_str_eq(f.type, "client.updated");
+			ck_assert_str_eq(f.object_id, "c1");
+		} else {
+			ck_assert_ptr_null(f.type);
+			ck_assert_ptr_null(f.object_id);
+			ck_assert_str_eq(f.created_at, "");
+			ck_assert_ptr_nonnull(f.note);
+		}
+		event_fields_free(&f);
+		free(body);
+	}
+}
+END_TEST
+
 static Suite *
 event_suite(void)
 {
@@ -490,6 +522,7 @@ event_suite(void)
 	tcase_add_test(tc, len_bounds_the_body);
 	tcase_add_test(tc, relay_extracts_nothing);
 	tcase_add_test(tc, is_relay);
+	tcase_add_test(tc, extract_size_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }
