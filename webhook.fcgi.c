@@ -403,11 +403,11 @@ handle(struct worker *w, struct request *r)
 		if (util_parse_decimal(cl, strlen(cl), INT64_MAX, &content_length)
 		    == -1) {
 			refuse(r, 400, id, "CONTENT_LENGTH is not a number");
-			return;
+			goto out;
 		}
 		if (content_length > site->conf.max_body) {
 			refuse(r, 413, id, "CONTENT_LENGTH over max_body");
-			return;
+			goto out;
 		}
 	}
 
