@@ -11,7 +11,7 @@ CC	?= cc
 PKGS	 = libfcgi sqlite3 libsodium libcjson inih
 # libfcgi ships no .pc file on Debian 12; it is -lfcgi.
 PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi -lpthread
 CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -25,7 +25,8 @@ SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	    -fno-sanitize-recover=undefined
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
-	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c
+	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c \
+	   lib/committer.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock
@@ -72,7 +73,7 @@ deps:
 test: deps
 	$(MAKE) test-all
 
-test-all: test-build san
+test-all: test-build san static
 	tests/run
 
 bench: deps
@@ -88,6 +89,56 @@ install: all
 	install -m 755 $(B)/webhook.fcgi $(B)/webhook-drain $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 conf/webhook.conf.example $(DESTDIR)$(PREFIX)/share/webhook-inbox/
 	install -m 755 conf/handler.sh $(DESTDIR)$(PREFIX)/share/webhook-inbox/
+
+# `make static`: build-static/webhook.fcgi, one fully static executable
+# (`ldd`: "not a dynamic executable") for hosts whose glibc, SQLite or
+# libsodium are too old or missing (CentOS 7's SQLite has no UPSERT).
+# libfcgi, SQLite, libsodium and inih come from Debian's -dev packages
+# (their .a files); Debian ships no static cJSON, so its source package is
+# fetched at build time (`apt-get source cjson`, from the deb-src entry that
+# scripts/install-deps adds) and cJSON.c compiled here.  Nothing third-party
+# is committed.  glibc links statically for our code paths: the linker warns
+# about dlopen (SQLite's load_extension, never enabled) and gethostbyname
+# (libfcgi's FCGX_OpenSocket, never called: we take the socket on fd 0) --
+# neither runs, so no NSS module or shared library is ever needed.
+SB	 = build-static
+SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o
+SB_LIBS	 = -lfcgi -lsqlite3 -lsodium -linih -lm -lpthread
+
+static: $(SB)/webhook.fcgi
+
+$(SB)/cjson/src.stamp:
+	rm -rf $(SB)/cjson
+	mkdir -p $(SB)/cjson/src $(SB)/cjson/include/cjson
+	cd $(SB)/cjson/src && { apt-get source -qq cjson || \
+	    { apt-get update -qq && apt-get source -qq cjson; }; }
+	cp $(SB)/cjson/src/cjson-*/cJSON.c $(SB)/cjson/
+	cp $(SB)/cjson/src/cjson-*/cJSON.h $(SB)/cjson/include/cjson/
+	touch $@
+
+$(SB)/cjson/libcjson.a: $(SB)/cjson/src.stamp
+	$(CC) $(CFLAGS) -std=c89 -I$(SB)/cjson/include/cjson -c -o $(SB)/cjson/cJSON.o \
+	    $(SB)/cjson/cJSON.c
+	rm -f $@
+	ar rcs $@ $(SB)/cjson/cJSON.o
+
+# The source package's cJSON.h first, ahead of the system's.
+$(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
+	@mkdir -p $(dir $@)
+	$(CC) -I$(SB)/cjson/include $(ALL_CFLAGS) -c -o $@ $<
+
+$(SB)/lib/schema.o: lib/schema.S schema.sql
+	@mkdir -p $(dir $@)
+	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+
+$(SB)/libwebhook.a: $(SB_OBJ)
+	rm -f $@
+	ar rcs $@ $(SB_OBJ)
+
+$(SB)/webhook.fcgi: $(SB)/webhook.fcgi.o $(SB)/libwebhook.a $(SB)/cjson/libcjson.a
+	$(CC) -static $(CFLAGS) -o $@ $(SB)/webhook.fcgi.o $(SB)/libwebhook.a \
+	    $(SB)/cjson/libcjson.a $(SB_LIBS)
+	@if ldd $@ >/dev/null 2>&1; then echo "$@ is not static" >&2; rm -f $@; exit 1; fi
 
 clean:
 	rm -rf build build-san build-static

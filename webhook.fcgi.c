@@ -59,7 +59,15 @@
 struct request {
 	FCGX_Request	*fcgi;		/* NULL in plain CGI mode */
 	char		**envp;
+	int		 body_read;	/* stdin consumed (plain CGI) */
 };
+
+/* Plain CGI: the most of an unread body we read and discard before a
+ * refusal.  Apache's mod_cgid resets the client's connection when a CGI
+ * program answers without reading its input, and the provider would see a
+ * network error instead of our status.  FastCGI needs none of this: the
+ * server gets the answer whatever we read. */
+#define CGI_DRAIN_MAX		(16 << 20)
 
 /*
  * One loaded config and what hangs off it, shared by the request threads.
@@ -124,11 +132,34 @@ respond(struct request *r, int status, const char *reason,
 	}
 }
 
+/* Read and discard what is left of a plain-CGI request's body, up to
+ * CONTENT_LENGTH (or EOF when there is none) and CGI_DRAIN_MAX. */
+static void
+drain_cgi_input(struct request *r)
+{
+	const char *cl = getenv("CONTENT_LENGTH");
+	int64_t left = CGI_DRAIN_MAX;
+	char chunk[READ_CHUNK];
+	size_t n;
+
+	if (r->fcgi != NULL || r->body_read)
+		return;
+	r->body_read = 1;
+	if (cl != NULL && *cl != '\0' &&
+	    util_parse_decimal(cl, strlen(cl), INT64_MAX, &left) == 0 &&
+	    left > CGI_DRAIN_MAX)
+		left = CGI_DRAIN_MAX;
+	while (left > 0 && (n = fread(chunk, 1, left < (int64_t)sizeof chunk ?
+	    (size_t)left : sizeof chunk, stdin)) > 0)
+		left -= (int64_t)n;
+}
+
 static void
 refuse(struct request *r, int status, const char *id, const char *why)
 {
 	char esc[WEBHOOK_ID_MAX * 4 + 8];
 
+	drain_cgi_input(r);
 	log_msg("refused %d webhook-id=%s: %s", status,
 	    util_escape(id, id ? strlen(id) : 0, esc, sizeof esc), why);
 	switch (status) {
@@ -426,6 +457,8 @@ handle(struct worker *w, struct request *r)
 		goto out;
 	}
 	rc = read_body(st, r, prefix, site->conf.max_body, content_length);
+	if (rc == 0)
+		r->body_read = 1;
 	if (rc == 1) {
 		refuse(r, 413, id, "body over max_body");
 		goto out;
@@ -554,6 +587,7 @@ worker_main(void *arg)
 			break;
 		r.fcgi = &w->req;
 		r.envp = w->req.envp;
+		r.body_read = 0;
 		handle(w, &r);
 		FCGX_Finish_r(&w->req);
 	}
@@ -619,6 +653,7 @@ main(int argc, char **argv)
 		worker_init(&w);
 		r.fcgi = NULL;
 		r.envp = NULL;
+		r.body_read = 0;
 		handle(&w, &r);
 		worker_free(&w);
 		site_release(current);

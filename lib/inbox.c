@@ -8,9 +8,12 @@
  * prepared once per connection.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 #include <sqlite3.h>
@@ -329,6 +332,18 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		return INBOX_FAILED;
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	/* Two users share the inbox (the web server writes, cron drains):
+	 * create it 0660 whatever the umask.  SQLite would create it 0644 &
+	 * ~umask, and its -wal and -shm copy the database's mode, so the
+	 * second user could only read.  An existing file is left as it is
+	 * (`webhook-drain check` reports a mode that locks someone out). */
+	{
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+		if (fd != -1) {
+			(void)fchmod(fd, 0660);
+			close(fd);
+		}
+	}
 	rc = sqlite3_open_v2(path, &ib->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -245,7 +246,13 @@ log_open(const char *path)
 			(void)dup3(stderr_copy, log_fd, O_CLOEXEC);
 		return;
 	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	/* The receiver and the drainer (two users on a shared host) append to
+	 * the same file: create it 0660 whatever the umask. */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+	if (fd != -1)
+		(void)fchmod(fd, 0660);
+	else if (errno == EEXIST)
+		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd == -1) {
 		log_msg("log: cannot open %s: %s; logging to stderr", path,
 		    strerror(errno));

@@ -73,7 +73,8 @@ char	*util_escape(const char *s, size_t len, char *out, size_t outsz);
 
 /*
  * Log lines: "2026-11-30T07:15:07Z webhook.fcgi[123]: message".  They go to
- * the file given to log_open (appended, created 0640), or stderr when none
+ * the file given to log_open (appended, created 0660 for the two users that
+ * share it), or stderr when none
  * or when it cannot be opened (then that failure is logged to stderr once).
  * Never pass secrets or bodies; pass ids through util_escape.  Safe to
  * call from several threads; log_open may run while others log (call
