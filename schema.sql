@@ -39,8 +39,10 @@ CREATE INDEX events_object_pending ON events (object_type, object_id, sort_at, r
 -- Retention walks finished events oldest first.
 CREATE INDEX events_finished ON events (finished_at)
     WHERE finished_at IS NOT NULL;
--- status counts and list --state.
-CREATE INDEX events_state ON events (state, received_at);
+-- Dead letters, for list --state dead and status (few rows; new rows are
+-- pending, so inserts never touch it). There is no index on state itself:
+-- it would cost every insert a page, and status can afford a scan.
+CREATE INDEX events_dead ON events (received_at) WHERE state = 'dead';
 
 -- Per-object clocks of what was done (DESIGN.md "Stale rule").  They outlive
 -- the event rows: kept max(retention, 31 days) after the object's last done.

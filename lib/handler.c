@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,7 +75,7 @@ handler_run(const char *command, const void *input, size_t input_len,
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
 	int64_t start = util_mono_ns(), kill_at = -1;
 	size_t written = 0;
-	int status = 0, reaped = 0, rc = -1;
+	int status = 0, reaped = 0, rc = -1, pidfd = -1;
 	pid_t pid;
 
 	memset(r, 0, sizeof *r);
@@ -100,12 +101,16 @@ handler_run(const char *command, const void *input, size_t input_len,
 		close(inpipe[1]);
 		inpipe[1] = -1;
 	}
+	/* A pidfd becomes readable when the shell exits: the loops below wake
+	 * at once instead of polling waitpid (Linux 5.3; without it, short
+	 * sleeps). */
+	pidfd = pidfd_open(pid, 0);
 
 	/* Until the output ends (every writer gone) or, once the shell has
 	 * exited, until nothing more is readable — and while the shell lives,
 	 * until stdin is written. */
 	while (outpipe[0] != -1 || (inpipe[1] != -1 && !reaped)) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		int nfd = 0, wait_ms = 100;
 		int64_t now = util_mono_ns();
 
@@ -128,11 +133,12 @@ handler_run(const char *command, const void *input, size_t input_len,
 		pfd[nfd].fd = outpipe[0];
 		pfd[nfd].revents = 0;
 		pfd[nfd++].events = POLLIN;
-		if (inpipe[1] != -1) {
-			pfd[nfd].fd = inpipe[1];
-			pfd[nfd].revents = 0;
-			pfd[nfd++].events = POLLOUT;
-		}
+		pfd[nfd].fd = inpipe[1];	/* -1 once closed: skipped */
+		pfd[nfd].revents = 0;
+		pfd[nfd++].events = POLLOUT;
+		pfd[nfd].fd = reaped ? -1 : pidfd;
+		pfd[nfd].revents = 0;
+		pfd[nfd++].events = POLLIN;
 		if (reaped)
 			wait_ms = 10;
 		if (poll(pfd, (nfds_t)nfd, wait_ms) == -1 && errno != EINTR)
@@ -151,7 +157,7 @@ handler_run(const char *command, const void *input, size_t input_len,
 			close(outpipe[0]);
 			outpipe[0] = -1;
 		}
-		if (nfd == 2 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		if (inpipe[1] != -1 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t n = write(inpipe[1], (const char *)input + written,
 			    input_len - written);
 			if (n > 0)
@@ -176,7 +182,12 @@ handler_run(const char *command, const void *input, size_t input_len,
 				kill(-pid, SIGKILL);
 				kill_at = now + HANDLER_KILL_GRACE_NS;
 			}
-			usleep(10000);
+			if (pidfd != -1) {
+				struct pollfd p = { pidfd, POLLIN, 0 };
+				(void)poll(&p, 1, 100);
+			} else {
+				usleep(1000);
+			}
 		}
 		kill(-pid, SIGKILL);
 	}
@@ -198,6 +209,8 @@ handler_run(const char *command, const void *input, size_t input_len,
 		snprintf(r->error, sizeof r->error, "killed by signal %d", r->signal);
 	rc = 0;
 out:
+	if (pidfd != -1)
+		close(pidfd);
 	if (inpipe[0] != -1)
 		close(inpipe[0]);
 	if (inpipe[1] != -1)

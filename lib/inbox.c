@@ -583,10 +583,15 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
     int64_t settle_ns, struct inbox_event *e, struct buf *err)
 {
 	static const char sql[] =
-	    "SELECT " EVENT_COLUMNS ", body FROM events e"
+	    /* INDEXED BY: walk the pending events in hand-out order; left to
+	     * itself the planner may scan and sort every pending row per
+	     * event (O(n^2) over a backlog; bench/RESULTS.md). */
+	    "SELECT " EVENT_COLUMNS ", body FROM events e INDEXED BY events_pending"
 	    " WHERE state = 'pending' AND next_at <= ?1"
 	    " AND (requeued = 1 OR received_at <= ?2)"
-	    " AND (?3 = 0 OR (sort_at, received_at, rowid) > (?4, ?5, ?6))"
+	    /* The cursor: a range the index seeks to.  Before the first
+	     * event it is ('', '', 0), which sorts before every instant. */
+	    " AND (sort_at, received_at, rowid) > (?4, ?5, ?6)"
 	    " AND" NOT_HELD("e")
 	    " ORDER BY sort_at, received_at, rowid LIMIT 1";
 	sqlite3_stmt *st = NULL;
@@ -597,7 +602,6 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 3, cur->started)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 4, cur->sort_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 5, cur->received_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 6, cur->seq)) != SQLITE_OK) {
