@@ -1650,6 +1650,233 @@ sync_id(const char *kind, const char *id, const char *version, char out[64])
 static int cmd_run(const struct config *c, struct opts *o);
 
 /*
+ * Walk a paginated list of the API (PROVIDER-API.md: {"data": [...],
+ * "next_cursor": …}): GET `base` (a path with its query), then base +
+ * "&cursor=" + each next_cursor, handing every page's array to fn, which
+ * returns 0 to go on.  `page` is where to start (NULL: the first page).
+ * Returns 0 when the last page was handled, -1 after a failure (said).
+ */
+typedef int (*page_fn)(const cJSON *data, const char *next, void *arg);
+
+static int
+walk_pages(struct api *a, const char *what, const char *base, const char *page,
+    page_fn fn, void *arg)
+{
+	struct buf path, err;
+	cJSON *json = NULL;
+	char *cursor = NULL;
+	int rc = -1;
+
+	buf_init(&path, 16384);
+	buf_init(&err, 4096);
+	if (page != NULL && (cursor = strdup(page)) == NULL)
+		goto out;
+	for (;;) {
+		const cJSON *data;
+		const char *next;
+
+		buf_reset(&path);
+		if (buf_append(&path, base, strlen(base)) == -1 ||
+		    (cursor != NULL && (buf_printf(&path, "&cursor=") == -1 ||
+		    api_escape(a, cursor, &path) == -1))) {
+			fprintf(stderr, "webhook-drain: %s: query too long\n", what);
+			goto out;
+		}
+		cJSON_Delete(json);
+		json = NULL;
+		if (api_get_patiently(a, path.data, &json, &err) != API_OK ||
+		    page_parts(json, &data, &next) == -1) {
+			fprintf(stderr, "webhook-drain: %s: %s\n", what, err.len ?
+			    err.data : "the page is not {data, next_cursor}");
+			goto out;
+		}
+		if (fn(data, next, arg) == -1)
+			goto out;
+		free(cursor);
+		cursor = NULL;
+		if (next == NULL)
+			break;
+		if ((cursor = strdup(next)) == NULL)
+			goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(json);
+	free(cursor);
+	buf_free(&path);
+	buf_free(&err);
+	return rc;
+}
+
+/* What sync and recover share while they walk. */
+struct walk {
+	const char	*what;		/* "sync clients", "recover" */
+	struct inbox	*ib;
+	struct batch	*b;
+	struct progress	 pr;
+	/* sync only */
+	const char	*cursor_name;
+	const char	*after;		/* updated_after of this query */
+	char		*max_raw;	/* newest updated_at seen, as sent */
+	char		 max_norm[INSTANT_SIZE];
+};
+
+/* Store one page's batch (with the cursor, for sync) in one transaction. */
+static int
+walk_store(struct walk *w, const char *after, const char *next, int nitems,
+    const char *at)
+{
+	struct buf err;
+	int64_t stored = 0;
+	int rc = 0;
+
+	buf_init(&err, 4096);
+	if (inbox_store_batch(w->ib, w->b->d, w->b->n, w->cursor_name, after,
+	    next, &stored, NULL, &err) != INBOX_OK) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		rc = -1;
+	}
+	batch_free(w->b);
+	buf_free(&err);
+	if (rc == -1)
+		return -1;
+	w->pr.pages++;
+	w->pr.stored += stored;
+	progress_show(&w->pr, w->what, at);
+	if (verbose)
+		printf("page %lld: %d items, %lld new\n", (long long)w->pr.pages,
+		    nitems, (long long)stored);
+	return 0;
+}
+
+/* sync: each object becomes a synthetic event. */
+static int
+sync_page(const cJSON *data, const char *next, void *arg)
+{
+	struct walk *w = arg;
+	const cJSON *it;
+	char type[300];
+
+	cJSON_ArrayForEach(it, data) {
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(it, "object");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *upd = cJSON_GetObjectItemCaseSensitive(it, "updated_at");
+		char idtext[300], norm[INSTANT_SIZE], wid[64];
+		cJSON *ev;
+		int bad;
+
+		w->pr.items++;
+		if (!cJSON_IsString(kind) || !cJSON_IsString(upd) ||
+		    instant_parse(upd->valuestring, strlen(upd->valuestring),
+		    norm) == -1 || !(cJSON_IsString(id) || cJSON_IsNumber(id)) ||
+		    strlen(kind->valuestring) > 256) {
+			fprintf(stderr, "webhook-drain: %s: skipped an object without "
+			    "object, id or updated_at\n", w->what);
+			continue;
+		}
+		if (cJSON_IsString(id))
+			snprintf(idtext, sizeof idtext, "%s", id->valuestring);
+		else
+			snprintf(idtext, sizeof idtext, "%.0f", id->valuedouble);
+		sync_id(kind->valuestring, idtext, norm, wid);
+		snprintf(type, sizeof type, "%s.synced", kind->valuestring);
+		/* The object's updated_at is the event clock and the object
+		 * version: both clocks (DESIGN.md "Stale rule"). */
+		if ((ev = cJSON_CreateObject()) == NULL)
+			return -1;
+		cJSON_AddStringToObject(ev, "id", wid);
+		cJSON_AddStringToObject(ev, "type", type);
+		cJSON_AddStringToObject(ev, "createdAt", upd->valuestring);
+		cJSON_AddItemReferenceToObject(ev, "data", (cJSON *)it);
+		bad = batch_add(w->b, wid, ev) == -1;
+		cJSON_Delete(ev);
+		if (bad) {
+			fprintf(stderr, "webhook-drain: %s: out of memory\n", w->what);
+			return -1;
+		}
+		if (strcmp(norm, w->max_norm) > 0) {
+			memcpy(w->max_norm, norm, INSTANT_SIZE);
+			free(w->max_raw);
+			if ((w->max_raw = strdup(upd->valuestring)) == NULL)
+				return -1;
+		}
+	}
+	/* The cursor moves with the page, in the same transaction: a killed
+	 * sync resumes at the first page not stored.  Within a query, follow
+	 * next_cursor; after its last page, the next query starts after the
+	 * newest updated_at seen. */
+	return walk_store(w, next != NULL ? w->after :
+	    (w->max_raw != NULL ? w->max_raw : w->after), next,
+	    cJSON_GetArraySize(data), w->max_norm[0] ? w->max_norm : NULL);
+}
+
+/* recover: each event is stored under its own id. */
+static int
+recover_page(const cJSON *data, const char *next, void *arg)
+{
+	struct walk *w = arg;
+	const cJSON *it;
+	char last[INSTANT_SIZE] = "";
+
+	(void)next;
+	cJSON_ArrayForEach(it, data) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *ca = cJSON_GetObjectItemCaseSensitive(it, "createdAt");
+
+		w->pr.items++;
+		if (!cJSON_IsString(id) || id->valuestring[0] == '\0' ||
+		    strlen(id->valuestring) > 63) {
+			fprintf(stderr, "webhook-drain: recover: skipped an event "
+			    "without a usable id\n");
+			continue;
+		}
+		if (batch_add(w->b, id->valuestring, (cJSON *)it) == -1) {
+			fprintf(stderr, "webhook-drain: recover: out of memory\n");
+			return -1;
+		}
+		if (cJSON_IsString(ca) && instant_parse(ca->valuestring,
+		    strlen(ca->valuestring), last) == -1)
+			last[0] = '\0';
+	}
+	return walk_store(w, NULL, NULL, cJSON_GetArraySize(data),
+	    last[0] ? last : NULL);
+}
+
+/* Open what a walk needs; 0, or an exit code. */
+static int
+walk_open(const struct config *c, struct walk *w, struct api **a)
+{
+	struct buf err;
+	int rc = 0;
+
+	w->pr.on = isatty(STDERR_FILENO) && !verbose;
+	w->pr.start = util_mono_ns();
+	w->pr.to_ns = util_now_ns();
+	buf_init(&err, 4096);
+	if ((w->b = calloc(1, sizeof *w->b)) == NULL) {
+		rc = EXIT_FAILED;
+	} else if (api_open(c, a, &err) == -1) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		rc = EXIT_USAGE;
+	} else if ((w->ib = open_inbox(c)) == NULL) {
+		rc = EXIT_FAILED;
+	}
+	buf_free(&err);
+	return rc;
+}
+
+static void
+walk_close(struct walk *w, struct api *a)
+{
+	if (w->b != NULL)
+		batch_free(w->b);
+	free(w->b);
+	free(w->max_raw);
+	api_close(a);
+	inbox_close(w->ib);
+}
+
+/*
  * sync RESOURCE: page through GET RESOURCE?updated_after=… from the cursor
  * stored in the inbox; each object becomes a synthetic event (type
  * "<object>.synced", a stable id, event clock = its updated_at) stored with
@@ -1658,159 +1885,57 @@ static int cmd_run(const struct config *c, struct opts *o);
 static int
 cmd_sync(const struct config *c, struct opts *o)
 {
-	char *after = NULL, *page = NULL, *max_raw = NULL, cname[300];
-	char max_norm[INSTANT_SIZE] = "";
-	struct progress pr;
-	struct inbox *ib = NULL;
+	char *after = NULL, *page = NULL, cname[300], what[300];
+	struct walk w;
 	struct api *a = NULL;
-	struct buf err, path;
-	cJSON *json = NULL;
-	const char *resource;
-	int rc = EXIT_FAILED;
-	struct batch *b = NULL;
+	struct buf err, base;
+	int rc;
 
 	if (o->nargs != 1) {
 		usage();
 		return EXIT_USAGE;
 	}
-	resource = o->args[0];
-	if (strlen(resource) > 256 || strstr(resource, "..") != NULL) {
+	if (strlen(o->args[0]) > 256 || strstr(o->args[0], "..") != NULL) {
 		fprintf(stderr, "webhook-drain: sync: not a resource name\n");
 		return EXIT_USAGE;
 	}
+	memset(&w, 0, sizeof w);
+	snprintf(cname, sizeof cname, "sync:%s", o->args[0]);
+	snprintf(what, sizeof what, "sync %s", o->args[0]);
+	w.what = what;
+	w.cursor_name = cname;
 	buf_init(&err, 4096);
-	buf_init(&path, 8192);
-	memset(&pr, 0, sizeof pr);
-	pr.on = isatty(STDERR_FILENO) && !verbose;
-	pr.start = util_mono_ns();
-	pr.to_ns = util_now_ns();
-	snprintf(cname, sizeof cname, "sync:%s", resource);
-	if ((b = calloc(1, sizeof *b)) == NULL)
+	buf_init(&base, 8192);
+	if ((rc = walk_open(c, &w, &a)) != 0)
 		goto out;
-	if (api_open(c, &a, &err) == -1) {
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if ((ib = open_inbox(c)) == NULL)
-		goto out;
-	if (inbox_cursor_get(ib, cname, &after, &page, &err) != INBOX_OK) {
+	rc = EXIT_FAILED;
+	if (inbox_cursor_get(w.ib, cname, &after, &page, &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
 	}
+	w.after = after;
 	if (after != NULL) {
 		char norm[INSTANT_SIZE];
 		if (instant_parse(after, strlen(after), norm) == 0)
-			(void)instant_to_ns(norm, &pr.from_ns);
+			(void)instant_to_ns(norm, &w.pr.from_ns);
 	}
-	for (;;) {
-		const cJSON *data, *it;
-		const char *next;
-		int64_t stored = 0;
-
-		buf_reset(&path);
-		if (buf_printf(&path, "%s?limit=%d", resource, API_PAGE) == -1 ||
-		    (after != NULL && (buf_printf(&path, "&updated_after=") == -1 ||
-		    api_escape(a, after, &path) == -1)) ||
-		    (page != NULL && (buf_printf(&path, "&cursor=") == -1 ||
-		    api_escape(a, page, &path) == -1))) {
-			fprintf(stderr, "webhook-drain: sync: query too long\n");
-			goto out;
-		}
-		cJSON_Delete(json);
-		json = NULL;
-		if (api_get_patiently(a, path.data, &json, &err) != API_OK ||
-		    page_parts(json, &data, &next) == -1) {
-			fprintf(stderr, "webhook-drain: sync %s: %s\n", resource,
-			    err.len ? err.data : "the page is not {data, next_cursor}");
-			goto out;
-		}
-		cJSON_ArrayForEach(it, data) {
-			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(it, "object");
-			const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-			const cJSON *upd = cJSON_GetObjectItemCaseSensitive(it, "updated_at");
-			char idtext[300], norm[INSTANT_SIZE], wid[64];
-			cJSON *ev;
-
-			pr.items++;
-			if (!cJSON_IsString(kind) || !cJSON_IsString(upd) ||
-			    instant_parse(upd->valuestring, strlen(upd->valuestring),
-			    norm) == -1 || !(cJSON_IsString(id) || cJSON_IsNumber(id))) {
-				fprintf(stderr, "webhook-drain: sync %s: skipped an object "
-				    "without object, id or updated_at\n", resource);
-				continue;
-			}
-			if (cJSON_IsString(id))
-				snprintf(idtext, sizeof idtext, "%s", id->valuestring);
-			else
-				snprintf(idtext, sizeof idtext, "%.0f", id->valuedouble);
-			sync_id(kind->valuestring, idtext, norm, wid);
-			/* The object's updated_at is the event clock and the
-			 * object version: both clocks (DESIGN.md "Stale rule"). */
-			if ((ev = cJSON_CreateObject()) == NULL)
-				goto out;
-			cJSON_AddStringToObject(ev, "id", wid);
-			buf_reset(&err);
-			(void)buf_printf(&err, "%s.synced", kind->valuestring);
-			cJSON_AddStringToObject(ev, "type", err.data);
-			cJSON_AddStringToObject(ev, "createdAt", upd->valuestring);
-			cJSON_AddItemReferenceToObject(ev, "data", (cJSON *)it);
-			if (batch_add(b, wid, ev) == -1) {
-				cJSON_Delete(ev);
-				fprintf(stderr, "webhook-drain: sync: out of memory\n");
-				goto out;
-			}
-			cJSON_Delete(ev);
-			if (strcmp(norm, max_norm) > 0) {
-				memcpy(max_norm, norm, INSTANT_SIZE);
-				free(max_raw);
-				if ((max_raw = strdup(upd->valuestring)) == NULL)
-					goto out;
-			}
-		}
-		/* The cursor moves with the page, in the same transaction: a
-		 * killed sync resumes at the first page not stored.  Within a
-		 * query, follow next_cursor; after its last page, the next
-		 * query starts after the newest updated_at seen. */
-		if (inbox_store_batch(ib, b->d, b->n, cname,
-		    next != NULL ? after : (max_raw != NULL ? max_raw : after),
-		    next, &stored, NULL, &err) != INBOX_OK) {
-			fprintf(stderr, "webhook-drain: %s\n", err.data);
-			batch_free(b);
-			goto out;
-		}
-		batch_free(b);
-		pr.pages++;
-		pr.stored += stored;
-		progress_show(&pr, resource, max_norm[0] ? max_norm : NULL);
-		if (verbose)
-			printf("page %lld: %d objects, %lld new\n", (long long)pr.pages,
-			    cJSON_GetArraySize(data), (long long)stored);
-		free(page);
-		page = NULL;
-		if (next == NULL)
-			break;
-		if ((page = strdup(next)) == NULL)
-			goto out;
-	}
-	if (pr.on)
+	if (buf_printf(&base, "%s?limit=%d", o->args[0], API_PAGE) == -1 ||
+	    (after != NULL && (buf_printf(&base, "&updated_after=") == -1 ||
+	    api_escape(a, after, &base) == -1)) ||
+	    walk_pages(a, what, base.data, page, sync_page, &w) == -1)
+		goto out;
+	if (w.pr.on)
 		fputc('\n', stderr);
-	if (verbose || pr.on)
-		printf("sync %s: %lld objects, %lld new events\n", resource,
-		    (long long)pr.items, (long long)pr.stored);
+	if (verbose || w.pr.on)
+		printf("%s: %lld objects, %lld new events\n", what,
+		    (long long)w.pr.items, (long long)w.pr.stored);
 	rc = 0;
 out:
-	cJSON_Delete(json);
-	if (b != NULL)
-		batch_free(b);
-	free(b);
+	walk_close(&w, a);
 	free(after);
 	free(page);
-	free(max_raw);
-	api_close(a);
-	inbox_close(ib);
 	buf_free(&err);
-	buf_free(&path);
+	buf_free(&base);
 	/* Hand the new events out now (cron's next run would too). */
 	if (rc == 0 && c->handler != NULL)
 		rc = cmd_run(c, o);
@@ -1828,15 +1953,12 @@ out:
 static int
 cmd_recover(const struct config *c, struct opts *o)
 {
-	char since[INSTANT_SIZE], *page = NULL;
-	struct progress pr;
-	struct inbox *ib = NULL;
+	char since[INSTANT_SIZE];
+	struct walk w;
 	struct api *a = NULL;
-	struct buf err, path;
-	cJSON *json = NULL;
+	struct buf base;
 	int64_t now = util_now_ns(), since_ns = o->filter.since_ns;
-	struct batch *b = NULL;
-	int rc = EXIT_FAILED;
+	int rc;
 
 	if (o->nargs != 0 || since_ns == 0) {
 		fprintf(stderr, "webhook-drain: recover needs --since TIME (an "
@@ -1850,100 +1972,27 @@ cmd_recover(const struct config *c, struct opts *o)
 	}
 	if (instant_format(since_ns, since) == -1)
 		return EXIT_USAGE;
-	buf_init(&err, 4096);
-	buf_init(&path, 8192);
-	memset(&pr, 0, sizeof pr);
-	pr.on = isatty(STDERR_FILENO) && !verbose;
-	pr.start = util_mono_ns();
-	pr.from_ns = since_ns;
-	pr.to_ns = now;
-	if ((b = calloc(1, sizeof *b)) == NULL)
+	memset(&w, 0, sizeof w);
+	w.what = "recover";
+	buf_init(&base, 8192);
+	if ((rc = walk_open(c, &w, &a)) != 0)
 		goto out;
-	if (api_open(c, &a, &err) == -1) {
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
-		rc = EXIT_USAGE;
+	w.pr.from_ns = since_ns;
+	w.pr.to_ns = now;
+	rc = EXIT_FAILED;
+	if (buf_printf(&base, "events?limit=%d&since=", API_PAGE) == -1 ||
+	    api_escape(a, since, &base) == -1 ||
+	    walk_pages(a, "recover", base.data, NULL, recover_page, &w) == -1)
 		goto out;
-	}
-	if ((ib = open_inbox(c)) == NULL)
-		goto out;
-	for (;;) {
-		const cJSON *data, *it;
-		const char *next;
-		char last[INSTANT_SIZE] = "";
-		int64_t stored = 0;
-
-		buf_reset(&path);
-		if (buf_printf(&path, "events?limit=%d&since=", API_PAGE) == -1 ||
-		    api_escape(a, since, &path) == -1 ||
-		    (page != NULL && (buf_printf(&path, "&cursor=") == -1 ||
-		    api_escape(a, page, &path) == -1))) {
-			fprintf(stderr, "webhook-drain: recover: query too long\n");
-			goto out;
-		}
-		cJSON_Delete(json);
-		json = NULL;
-		if (api_get_patiently(a, path.data, &json, &err) != API_OK ||
-		    page_parts(json, &data, &next) == -1) {
-			fprintf(stderr, "webhook-drain: recover: %s\n",
-			    err.len ? err.data : "the page is not {data, next_cursor}");
-			goto out;
-		}
-		cJSON_ArrayForEach(it, data) {
-			const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-			const cJSON *ca = cJSON_GetObjectItemCaseSensitive(it, "createdAt");
-
-			pr.items++;
-			if (!cJSON_IsString(id) || id->valuestring[0] == '\0' ||
-			    strlen(id->valuestring) > 63) {
-				fprintf(stderr, "webhook-drain: recover: skipped an event "
-				    "without a usable id\n");
-				continue;
-			}
-			if (batch_add(b, id->valuestring, (cJSON *)it) == -1) {
-				fprintf(stderr, "webhook-drain: recover: out of memory\n");
-				goto out;
-			}
-			if (cJSON_IsString(ca) && instant_parse(ca->valuestring,
-			    strlen(ca->valuestring), last) == -1)
-				last[0] = '\0';
-		}
-		if (inbox_store_batch(ib, b->d, b->n, NULL, NULL, NULL, &stored,
-		    NULL, &err) != INBOX_OK) {
-			fprintf(stderr, "webhook-drain: %s\n", err.data);
-			batch_free(b);
-			goto out;
-		}
-		batch_free(b);
-		pr.pages++;
-		pr.stored += stored;
-		progress_show(&pr, "recover", last[0] ? last : NULL);
-		if (verbose)
-			printf("page %lld: %d events, %lld missing from the inbox\n",
-			    (long long)pr.pages, cJSON_GetArraySize(data),
-			    (long long)stored);
-		free(page);
-		page = NULL;
-		if (next == NULL)
-			break;
-		if ((page = strdup(next)) == NULL)
-			goto out;
-	}
-	if (pr.on)
+	if (w.pr.on)
 		fputc('\n', stderr);
-	if (verbose || pr.on)
+	if (verbose || w.pr.on)
 		printf("recover: %lld events listed, %lld were missing and are now "
-		    "stored\n", (long long)pr.items, (long long)pr.stored);
+		    "stored\n", (long long)w.pr.items, (long long)w.pr.stored);
 	rc = 0;
 out:
-	cJSON_Delete(json);
-	if (b != NULL)
-		batch_free(b);
-	free(b);
-	free(page);
-	api_close(a);
-	inbox_close(ib);
-	buf_free(&err);
-	buf_free(&path);
+	walk_close(&w, a);
+	buf_free(&base);
 	if (rc == 0 && c->handler != NULL)
 		rc = cmd_run(c, o);
 	return rc;

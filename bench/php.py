@@ -6,12 +6,12 @@ Three responders, each behind its own lighttpd on 127.0.0.1 (mod_fastcgi,
 "bin-path", "max-procs" => BENCH_MAX_PROCS), all with synchronous = FULL:
 
   ours    webhook.fcgi (its default threads per process, group commit)
-  php-a   bench/php/receiver-a.php: verifies the Standard Webhooks
+  php-a   bench/php/receiver.php (WEBHOOK_PHP_PERSISTENT=0): verifies the Standard Webhooks
           signature (hash_hmac + hash_equals) and the timestamp, then PDO
           SQLite, WAL, synchronous = FULL, BEGIN IMMEDIATE; INSERT ... ON
           CONFLICT(webhook_id) DO NOTHING; COMMIT, answers 200.  Opens the
           database on every request.
-  php-b   bench/php/receiver-b.php: the same with a persistent connection
+  php-b   bench/php/receiver.php (WEBHOOK_PHP_PERSISTENT=1): the same with a persistent connection
           (PDO::ATTR_PERSISTENT).
 
 PHP runs as Debian's php-cgi in FastCGI mode, spawned by lighttpd
@@ -165,7 +165,7 @@ def main():
     # PHP A and B
     with open(os.path.join(PHP_DIR, "schema.sql")) as f:
         schema = f.read()
-    for name, script in (("php-a", "receiver-a.php"), ("php-b", "receiver-b.php")):
+    for name, persistent in (("php-a", "0"), ("php-b", "1")):
         d = os.path.join(s.work, name)
         os.makedirs(d)
         db = os.path.join(d, "inbox.db")
@@ -177,8 +177,9 @@ def main():
         servers[name] = (bl.Lighttpd(
             s, name, php_cgi, procs, prefix=".php",
             env={"PHP_FCGI_CHILDREN": "0", "PHP_FCGI_MAX_REQUESTS": "1000000",
-                 "WEBHOOK_PHP_CONFIG": os.path.join(d, "config.php")},
-            htdocs={os.path.join(PHP_DIR, script): "webhook.php"}),
+                 "WEBHOOK_PHP_CONFIG": os.path.join(d, "config.php"),
+                 "WEBHOOK_PHP_PERSISTENT": persistent},
+            htdocs={os.path.join(PHP_DIR, "receiver.php"): "webhook.php"}),
             "/webhook.php", db, "webhooks")
     for srv, _, _, _ in servers.values():
         srv.start()
@@ -228,8 +229,8 @@ def main():
                 bl.version(["wrk", "-v"], r"^wrk (\S+)"), bl.fs_of(s.work)))
     L.append("- Setup: one lighttpd per responder, \"max-procs\" => %d each; "
              "webhook.fcgi with synchronous = FULL (its default threads per "
-             "process); PHP: bench/php/receiver-a.php (A, opens the database per "
-             "request) and receiver-b.php (B, PDO::ATTR_PERSISTENT), identical but "
+             "process); PHP: bench/php/receiver.php, A (WEBHOOK_PHP_PERSISTENT=0: opens the "
+             "database per request) and B (=1: PDO::ATTR_PERSISTENT), identical but "
              "for that flag, table bench/php/schema.sql (id, timestamp, body, "
              "arrival: less than our inbox writes), WAL, synchronous = FULL, "
              "BEGIN IMMEDIATE; INSERT … ON CONFLICT(webhook_id) DO NOTHING; "
@@ -255,7 +256,7 @@ def main():
     L.append("```")
     L.append("")
     L.append("The generated lighttpd config of PHP A (B differs only in its paths "
-             "and receiver-b.php; ours is bench/run's):")
+             "(WEBHOOK_PHP_PERSISTENT=0 and 1); ours is bench/run's):")
     L.append("")
     L.append("```")
     with open(servers["php-a"][0].conf) as f:

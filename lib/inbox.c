@@ -123,6 +123,20 @@ rollback(struct inbox *ib)
 		(void)step_done(ib->rollback);
 }
 
+/* The end of a failed write transaction: finalize its statement (NULL is
+ * fine), report the error (before the rollback can change it), roll back. */
+static enum inbox_status
+txn_fail(struct inbox *ib, sqlite3_stmt *st, struct buf *err, const char *what,
+    int rc)
+{
+	enum inbox_status s;
+
+	sqlite3_finalize(st);
+	s = db_fail(ib, err, what, rc);
+	rollback(ib);
+	return s;
+}
+
 /* Run a statement with no result rows (schema, PRAGMA). */
 static int
 exec(struct inbox *ib, const char *sql)
@@ -163,12 +177,7 @@ apply_schema(struct inbox *ib, struct buf *err)
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "applying the schema", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "applying the schema", rc);
 }
 
 /* Called after each commit with the WAL's size in frames; replaces SQLite's
@@ -467,11 +476,8 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if ((rc = begin(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "begin", rc);
 	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
-	    (rc = commit(ib)) != SQLITE_OK) {
-		enum inbox_status s = db_fail(ib, err, "storing the event", rc);
-		rollback(ib);
-		return s;
-	}
+	    (rc = commit(ib)) != SQLITE_OK)
+		return txn_fail(ib, NULL, err, "storing the event", rc);
 	/* Group commit: the sync happens outside the lock.  A duplicate is
 	 * synced too: its first copy may be another process's commit whose
 	 * own sync has not finished yet. */
@@ -739,12 +745,7 @@ inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "claiming an event", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "claiming an event", rc);
 }
 
 static int
@@ -794,12 +795,7 @@ inbox_finish_stale(struct inbox *ib, const struct inbox_event *e,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "marking stale", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "marking stale", rc);
 }
 
 /* Bind and run the prepared insert for one delivery, inside the caller's
@@ -875,13 +871,8 @@ inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
 		return db_fail(ib, err, "syncing the WAL", rc);
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "storing a batch", rc);
-		rollback(ib);
-		*stored = 0;
-		return s;
-	}
+	*stored = 0;
+	return txn_fail(ib, st, err, "storing a batch", rc);
 }
 
 enum inbox_status
@@ -971,12 +962,7 @@ inbox_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "marking done", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "marking done", rc);
 }
 
 enum inbox_status
@@ -1019,12 +1005,7 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "recording a failure", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "recording a failure", rc);
 }
 
 /* The operator filter as one fixed WHERE clause with optional parameters
@@ -1143,12 +1124,7 @@ filtered_write(struct inbox *ib, const char *sql, const struct inbox_filter *f,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, what, rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, what, rc);
 }
 
 enum inbox_status
@@ -1314,12 +1290,7 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	(void)exec(ib, "COMMIT");
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "status", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "status", rc);
 }
 
 enum inbox_status
@@ -1368,10 +1339,5 @@ inbox_note_run(struct inbox *ib, int64_t now_ns, const char *outcome,
 		goto fail;
 	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	{
-		enum inbox_status s = db_fail(ib, err, "noting the run", rc);
-		rollback(ib);
-		return s;
-	}
+	return txn_fail(ib, st, err, "noting the run", rc);
 }

@@ -11,11 +11,10 @@ import threading
 import time
 import unittest
 
-from harness import (SECRET_A, DRAIN, FCGI, ROOT, Sandbox, Lighttpd,
-                     event_body, signed_params, write_conf)
+from harness import (SECRET_A, DRAIN, FCGI, ROOT, FAKETIME, Sandbox, Lighttpd,
+                     event_body, run_drain, signed_params, write_conf)
 
 HANDLER = os.path.join(ROOT, "tests", "record-handler.sh")
-FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
 class DrainBase(unittest.TestCase):
@@ -46,13 +45,8 @@ class DrainBase(unittest.TestCase):
 
     def drain(self, *args, offset=None, check=True, timeout=60):
         """Run webhook-drain; offset: seconds to move its clock forward."""
-        env = dict(os.environ, RECORD=self.record, **self.sb.env())
-        if offset:
-            env["LD_PRELOAD"] = FAKETIME
-            env["FAKETIME"] = "+%ds" % offset
-            env["FAKETIME_DONT_RESET"] = "1"
-        p = subprocess.run([DRAIN, "-c", self.sb.conf] + list(args), env=env,
-                           capture_output=True, text=True, timeout=timeout)
+        p = run_drain(self.sb, *args, record=self.record, offset=offset,
+                      timeout=timeout)
         if check and p.returncode not in (0, 1):
             self.fail("webhook-drain %s: exit %d\n%s%s" % (
                 args, p.returncode, p.stdout, p.stderr))

@@ -127,6 +127,23 @@ class Sandbox:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def run_drain(sandbox, *args, record=None, offset=None, timeout=120):
+    """webhook-drain -c CONF ARGS as cron would run it; offset: seconds to
+    move its clock forward with libfaketime (no sleeping in tests);
+    record: the file tests' handlers append to ($RECORD)."""
+    env = dict(os.environ, **sandbox.env())
+    if record:
+        env["RECORD"] = record
+    if offset:
+        env.update(LD_PRELOAD=FAKETIME, FAKETIME="+%ds" % offset,
+                   FAKETIME_DONT_RESET="1")
+    return subprocess.run([DRAIN, "-c", sandbox.conf] + list(args), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 class Lighttpd:
     """lighttpd -D on 127.0.0.1 with webhook.fcgi behind mod_fastcgi."""
 

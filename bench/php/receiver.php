@@ -1,10 +1,12 @@
 <?php
-// bench/php/receiver-a.php: the Standard Webhooks receiver a shared-hosting
+// bench/php/receiver.php: the Standard Webhooks receiver a shared-hosting
 // user would write instead of webhook.fcgi (bench/php.py, issue 5).
 //
-// Variant A: opens the database on every request (PDO without persistent
-// connections, as most such scripts do).  receiver-b.php is this file with
-// PDO::ATTR_PERSISTENT => true, nothing else changed.
+// Two variants, by WEBHOOK_PHP_PERSISTENT in its environment: A ("0")
+// opens the database on every request (PDO without persistent connections,
+// as most such scripts do); B ("1") keeps a persistent connection
+// (PDO::ATTR_PERSISTENT: each PHP process opens the database once and
+// reuses the handle).  Nothing else differs.
 //
 // Per request: the three webhook-* headers, the timestamp within the
 // tolerance, the v1 signature (HMAC-SHA256 over "id.timestamp.body" with the
@@ -70,7 +72,7 @@ try {
     $db = new PDO('sqlite:' . $cfg['database'], null, null, [
         PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
         PDO::ATTR_TIMEOUT => 5,         // busy timeout, seconds
-        PDO::ATTR_PERSISTENT => false,  // variant A
+        PDO::ATTR_PERSISTENT => getenv('WEBHOOK_PHP_PERSISTENT') === '1',
     ]);
     $db->exec('PRAGMA journal_mode = WAL');
     $db->exec('PRAGMA synchronous = FULL');
