@@ -344,8 +344,16 @@ parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof *o);
 	o->max_pending_age = 3600;
 	o->max_idle = 15 * 60;
-	optind = 1;
+	/* 0, not 1: glibc then starts afresh after main's "+c:vh" scan and
+	 * takes options after positional arguments too (show ID --json). */
+	optind = 0;
 	while ((ch = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		/* An empty value is a typo or an unset shell variable, never "any":
+		 * for forget that would mean every event. */
+		if (optarg != NULL && *optarg == '\0') {
+			fprintf(stderr, "webhook-drain: an option has an empty value\n");
+			return -1;
+		}
 		switch (ch) {
 		case OPT_STATE:
 			if (strcmp(optarg, "pending") && strcmp(optarg, "done") &&
@@ -369,6 +377,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 			if ((colon = strchr(o->object_buf, ':')) != NULL) {
 				*colon = '\0';
 				o->filter.object_id = colon + 1;
+				if (colon[1] == '\0' || colon == o->object_buf) {
+					fprintf(stderr, "webhook-drain: --object: "
+					    "TYPE or TYPE:ID, neither empty\n");
+					return -1;
+				}
 			}
 			o->filter.object_type = o->object_buf;
 			o->nfilters++;
@@ -382,6 +395,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 				    "instant or a duration\n", optarg);
 				return -1;
 			}
+			if (ch == OPT_SINCE)
+				o->filter.has_since = 1;
+			else
+				o->filter.has_until = 1;
 			o->nfilters++;
 			break;
 		case OPT_LIMIT:
@@ -430,6 +447,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 	for (; optind < argc; optind++) {
 		if (o->nargs == 4)
 			return -1;
+		if (argv[optind][0] == '\0') {
+			fprintf(stderr, "webhook-drain: an empty argument (an unset "
+			    "variable?)\n");
+			return -1;
+		}
 		o->args[o->nargs++] = argv[optind];
 	}
 	return 0;
@@ -727,6 +749,16 @@ cmd_run(const struct config *c, struct opts *o)
 	buf_init(&err, 4096);
 	lock = runlock_try(c->database, &err);
 	if (lock == -2) {	/* another run is working: nothing to say */
+		/* ...here; but remember it, so that status can tell a lock
+		 * held for hours (a handler's escaped daemon) from a dead cron. */
+		if ((ib = open_inbox(c)) != NULL &&
+		    inbox_note_lock(ib, util_now_ns(), 1, &err) != INBOX_OK)
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+		inbox_close(ib);
+		if (verbose)
+			printf("another run holds the lock (a run in progress, or a "
+			    "handler started by a killed run, or a process such a "
+			    "handler left behind); nothing done\n");
 		buf_free(&err);
 		return 0;
 	}
@@ -740,7 +772,8 @@ cmd_run(const struct config *c, struct opts *o)
 	memset(&n, 0, sizeof n);
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
-	if (inbox_note_run(ib, util_now_ns(), NULL, &err) != INBOX_OK) {
+	if (inbox_note_run(ib, util_now_ns(), NULL, &err) != INBOX_OK ||
+	    inbox_note_lock(ib, util_now_ns(), 0, &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
 	}
@@ -824,7 +857,7 @@ cmd_status(const struct config *c, struct opts *o)
 	struct inbox *ib;
 	struct buf err;
 	int64_t now = util_now_ns(), t;
-	char a[32], b[32], problems[3][160];
+	char a[32], b[32], problems[4][PATH_MAX + 200];
 	int np = 0, i;
 
 	if ((ib = open_inbox(c)) == NULL)
@@ -848,14 +881,21 @@ cmd_status(const struct config *c, struct opts *o)
 		snprintf(problems[np++], sizeof problems[0], "oldest pending event "
 		    "received %s (over --max-pending-age %llds)",
 		    relative(r.oldest_pending, now, a), (long long)o->max_pending_age);
-	if (r.last_run_started[0] == '\0') {
+	if (r.lock_busy_since[0] && instant_to_ns(r.lock_busy_since, &t) == 0 &&
+	    now - t > o->max_idle * NS) {
+		snprintf(problems[np++], sizeof problems[0], "every run since %s "
+		    "found the run lock held: a handler, or a process it left "
+		    "behind (setsid, a daemon), still holds %s.drain-lock; see "
+		    "`fuser -v %s.drain-lock`", relative(r.lock_busy_since, now, a),
+		    c->database, c->database);
+	} else if (r.last_run_started[0] == '\0') {
 		if (r.pending > 0)
 			snprintf(problems[np++], sizeof problems[0], "no drainer run "
 			    "recorded yet: is the crontab line installed?");
 	} else if (instant_to_ns(r.last_run_started, &t) == 0 &&
 	    now - t > o->max_idle * NS) {
-		snprintf(problems[np++], sizeof problems[0], "no drainer run for %s "
-		    "(over --max-idle %llds): is cron running it?",
+		snprintf(problems[np++], sizeof problems[0], "the last drainer run "
+		    "started %s (over --max-idle %llds): is cron running it?",
 		    relative(r.last_run_started, now, a), (long long)o->max_idle);
 	}
 
@@ -1960,7 +2000,7 @@ cmd_recover(const struct config *c, struct opts *o)
 	int64_t now = util_now_ns(), since_ns = o->filter.since_ns;
 	int rc;
 
-	if (o->nargs != 0 || since_ns == 0) {
+	if (o->nargs != 0 || !o->filter.has_since) {
 		fprintf(stderr, "webhook-drain: recover needs --since TIME (an "
 		    "ISO-8601 instant, or a duration back from now such as 3d)\n");
 		return EXIT_USAGE;

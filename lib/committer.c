@@ -24,7 +24,7 @@ struct committer {
 	pthread_cond_t	 cv;		/* a batch finished */
 	struct pending	*head, **tail;
 	int		 busy;		/* a leader is committing */
-	int		 broken;
+	int		 broken;	/* reopen the writer (leader only) */
 	struct inbox	*writer;	/* used by the leader only */
 
 	pthread_t	 ckpt_thread;
@@ -34,6 +34,7 @@ struct committer {
 	int		 wal_frames;	/* writer's WAL size, for the checkpointer */
 	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
 	char		*path;
+	struct inbox_options wo;	/* the writer's, to reopen it */
 };
 
 static void *
@@ -90,6 +91,7 @@ committer_open(const char *path, const struct inbox_options *o,
 	pthread_cond_init(&cm->ckpt_cv, NULL);
 	cm->tail = &cm->head;
 	wo.group_commit = 1;
+	cm->wo = wo;
 	co.group_commit = 0;
 	co.synchronous = CONFIG_SYNC_FULL;
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
@@ -135,16 +137,6 @@ committer_close(struct committer *cm)
 	free(cm);
 }
 
-int
-committer_broken(struct committer *cm)
-{
-	int b;
-
-	pthread_mutex_lock(&cm->mu);
-	b = cm->broken;
-	pthread_mutex_unlock(&cm->mu);
-	return b;
-}
 
 /* The leader's work: one transaction for the batch.  Called without the
  * mutex; the batch is ours alone. */
@@ -160,9 +152,24 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 
 	for (i = 0, p = batch; i < n; i++, p = p->next)
 		d[i] = *p->d;
+	/* After a failure (an I/O error, the file moved or deleted): a fresh
+	 * connection at the configured path before anything else. */
+	s = INBOX_OK;
+	if (cm->broken) {
+		inbox_close(cm->writer);
+		cm->writer = NULL;
+		if ((s = inbox_open(cm->path, &cm->wo, &cm->writer, batch->err)) ==
+		    INBOX_OK)
+			cm->broken = 0;
+		else
+			s = INBOX_FAILED;
+	}
 	/* The first request's buffer carries the reason for everyone. */
-	s = inbox_store_batch(cm->writer, d, n, NULL, NULL, NULL, &stored,
-	    changed, batch->err);
+	if (s == INBOX_OK)
+		s = inbox_store_batch(cm->writer, d, n, NULL, NULL, NULL, &stored,
+		    changed, batch->err);
+	if (s == INBOX_FAILED)
+		cm->broken = 1;		/* only the leader reads or writes it */
 	for (i = 0, p = batch; i < n; i++, p = p->next) {
 		if (s != INBOX_OK) {
 			p->status = s;
@@ -189,7 +196,6 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 	cm->tail = &me.next;
 	while (!me.done) {
 		struct pending *batch, *p, *last = NULL;
-		enum inbox_status s;
 		size_t n = 0;
 
 		if (cm->busy) {
@@ -210,15 +216,14 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 		last->next = NULL;
 		pthread_mutex_unlock(&cm->mu);
 
-		s = commit_batch(cm, batch, n);
+		(void)commit_batch(cm, batch, n);
 
 		pthread_mutex_lock(&cm->mu);
-		if (s == INBOX_FAILED)
-			cm->broken = 1;
 		for (p = batch; p != NULL; p = p->next)
 			p->done = 1;
 		cm->busy = 0;
-		cm->wal_frames = inbox_wal_frames(cm->writer);
+		if (cm->writer != NULL)
+			cm->wal_frames = inbox_wal_frames(cm->writer);
 		if (cm->ckpt_started)
 			pthread_cond_signal(&cm->ckpt_cv);
 		pthread_cond_broadcast(&cm->cv);

@@ -43,6 +43,9 @@ void	committer_close(struct committer *cm);
 
 /*
  * Store one delivery, possibly batched with other threads' (see above).
+ * After a batch fails with INBOX_FAILED (an I/O error; the database or its
+ * WAL moved or deleted: checked after every commit), the next leader
+ * reopens the inbox at its path first.
  * Returns when it is durable: INBOX_OK (new), INBOX_DUPLICATE, or
  * INBOX_BUSY / INBOX_FAILED for the whole batch it was in (reason in err,
  * which must be this thread's own buffer).  Thread-safe.
@@ -51,8 +54,5 @@ enum inbox_status committer_store(struct committer *cm,
 	    const struct inbox_delivery *d, struct buf *err)
 	    __attribute__((warn_unused_result));
 
-/* 1 when the last batch failed in a way that calls for reopening (the
- * caller closes and reopens the committer when no request uses it). */
-int	committer_broken(struct committer *cm);
 
 #endif

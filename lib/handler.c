@@ -73,7 +73,7 @@ handler_run(const char *command, const void *input, size_t input_len,
     struct handler_result *r, struct buf *err)
 {
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
-	int64_t start = util_mono_ns(), kill_at = -1;
+	int64_t start = util_mono_ns(), kill_at = -1, reaped_at = 0;
 	size_t written = 0;
 	int status = 0, reaped = 0, rc = -1, pidfd = -1;
 	pid_t pid;
@@ -125,6 +125,7 @@ handler_run(const char *command, const void *input, size_t input_len,
 		}
 		if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
 			reaped = 1;
+			reaped_at = now;
 			/* Stray processes of the group: end them (handler.h). */
 			kill(-pid, SIGKILL);
 		}
@@ -154,6 +155,14 @@ handler_run(const char *command, const void *input, size_t input_len,
 			}
 		} else if (reaped && outpipe[0] != -1) {
 			/* The shell is gone and nothing is pending. */
+			close(outpipe[0]);
+			outpipe[0] = -1;
+		}
+		/* A process that left the group (setsid) may keep the output open
+		 * and busy forever: once the shell is gone, what it wrote gets
+		 * HANDLER_OUTPUT_GRACE_NS, then the pipe is closed. */
+		if (reaped && outpipe[0] != -1 &&
+		    util_mono_ns() - reaped_at > HANDLER_OUTPUT_GRACE_NS) {
 			close(outpipe[0]);
 			outpipe[0] = -1;
 		}

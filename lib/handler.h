@@ -19,6 +19,8 @@
 
 /* Bytes of output kept (the tail): enough for a stack trace's end. */
 #define HANDLER_OUTPUT_KEEP	4096
+/* After the shell exited: how long its output may still arrive. */
+#define HANDLER_OUTPUT_GRACE_NS	(200LL * 1000000)
 /* After the timeout: SIGTERM to the group, then SIGKILL this much later. */
 #define HANDLER_KILL_GRACE_NS	(2LL * 1000000000)
 
@@ -45,7 +47,9 @@ struct handler_result {
  * env[0..nenv) added to our environment.  Waits at most timeout_ns, then
  * kills the process group (SIGTERM, then SIGKILL after the grace).  When the
  * shell exits, any processes it left in its group are killed too: a handler
- * runs to completion, and stray children would hold the run lock.
+ * runs to completion, and stray children would hold the run lock.  A
+ * process that escaped the group (setsid) is not waited for: its output is
+ * read for HANDLER_OUTPUT_GRACE_NS after the shell exits, then closed.
  * Returns 0 with *r filled (success means r->exited && r->status == 0), or
  * -1 when the handler could not be started (err says why).
  */

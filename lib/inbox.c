@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +37,11 @@ struct inbox {
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
 	int		 wal_frames;	/* frames in the WAL after the last commit */
+	/* The files this connection writes, as opened: a receiver must not
+	 * acknowledge into a database that was moved or deleted meanwhile
+	 * (its rows would live only in an unlinked file). */
+	dev_t		 db_dev, wal_dev;
+	ino_t		 db_ino, wal_ino;
 	int		 ckpt_frames;	/* wal_frames at the last checkpoint try */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 };
@@ -257,6 +263,27 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 	return inbox_checkpoint(ib, err);
 }
 
+/* Do the database's and the WAL's paths still name the files we write? */
+static int
+same_files(struct inbox *ib)
+{
+	struct stat sb;
+	char wal[PATH_MAX + 8];
+
+	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
+	    sb.st_ino != ib->db_ino)
+		return 0;
+	if ((size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) >= sizeof wal)
+		return 1;
+	if (stat(wal, &sb) == -1)
+		return 0;
+	if (ib->wal_ino == 0) {		/* created after we opened */
+		ib->wal_dev = sb.st_dev;
+		ib->wal_ino = sb.st_ino;
+	}
+	return sb.st_dev == ib->wal_dev && sb.st_ino == ib->wal_ino;
+}
+
 /* Run a one-row PRAGMA and tell whether its text answer is "wal". */
 static int
 journal_pragma(struct inbox *ib, const char *sql)
@@ -425,6 +452,20 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 	    " ON CONFLICT (webhook_id) DO NOTHING", &ib->insert)) != SQLITE_OK) {
 		s = db_fail(ib, err, "preparing statements", rc);
 		goto out;
+	}
+	{
+		struct stat sb;
+		struct buf wal;
+		if (stat(path, &sb) == 0) {
+			ib->db_dev = sb.st_dev;
+			ib->db_ino = sb.st_ino;
+		}
+		buf_init(&wal, 8192);
+		if (buf_printf(&wal, "%s-wal", path) == 0 && stat(wal.data, &sb) == 0) {
+			ib->wal_dev = sb.st_dev;
+			ib->wal_ino = sb.st_ino;
+		}
+		buf_free(&wal);
 	}
 	*out = ib;
 	return INBOX_OK;
@@ -869,6 +910,13 @@ inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
 		goto fail;
 	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "syncing the WAL", rc);
+	if (ib->group_commit && !same_files(ib)) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: the database or its -wal file was moved "
+		    "or deleted while open; not acknowledging into it (reopening)",
+		    ib->path);
+		return INBOX_FAILED;
+	}
 	return INBOX_OK;
 fail:
 	*stored = 0;
@@ -1031,9 +1079,9 @@ bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
 	    (rc = bind_text(st, 4, f->object_type)) != SQLITE_OK ||
 	    (rc = bind_text(st, 5, f->object_id)) != SQLITE_OK)
 		return rc;
-	if (f->since_ns != 0)
+	if (f->has_since)
 		rc = bind_instant(st, 6, f->since_ns, since);
-	if (rc == SQLITE_OK && f->until_ns != 0)
+	if (rc == SQLITE_OK && f->has_until)
 		rc = bind_instant(st, 7, f->until_ns, until);
 	return rc;
 }
@@ -1287,10 +1335,38 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	    sizeof r->last_run_finished);
 	meta_get(ib, "last_run_outcome", r->last_run_outcome,
 	    sizeof r->last_run_outcome);
+	meta_get(ib, "lock_busy_since", r->lock_busy_since,
+	    sizeof r->lock_busy_since);
 	(void)exec(ib, "COMMIT");
 	return INBOX_OK;
 fail:
 	return txn_fail(ib, st, err, "status", rc);
+}
+
+enum inbox_status
+inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char now[INSTANT_SIZE];
+	int rc;
+
+	if ((rc = begin(ib)) != SQLITE_OK)
+		return db_fail(ib, err, "begin", rc);
+	if ((rc = sqlite3_prepare_v2(ib->db, busy ?
+	    "INSERT INTO meta (key, value) VALUES ('lock_busy_since', ?1)"
+	    " ON CONFLICT (key) DO NOTHING" :
+	    "DELETE FROM meta WHERE key = 'lock_busy_since'", -1, &st,
+	    NULL)) != SQLITE_OK ||
+	    (busy && (rc = bind_instant(st, 1, now_ns, now)) != SQLITE_OK) ||
+	    (rc = run_stmt(ib, st)) != SQLITE_OK)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((rc = commit(ib)) != SQLITE_OK)
+		goto fail;
+	return INBOX_OK;
+fail:
+	return txn_fail(ib, st, err, "noting the run lock", rc);
 }
 
 enum inbox_status

@@ -224,8 +224,9 @@ struct inbox_filter {
 	const char	*type_glob;	/* GLOB pattern, e.g. "payment.*" */
 	const char	*object_type;
 	const char	*object_id;
-	int64_t		 since_ns;	/* received at or after; 0 = any */
-	int64_t		 until_ns;	/* received before; 0 = any */
+	int64_t		 since_ns;	/* received at or after, when has_since */
+	int64_t		 until_ns;	/* received before, when has_until */
+	int		 has_since, has_until;	/* (the epoch is a real bound) */
 	int64_t		 limit;		/* list only; 0 = no limit */
 };
 
@@ -277,6 +278,8 @@ struct inbox_status_report {
 	char	last_run_started[INSTANT_SIZE];	/* "" when never */
 	char	last_run_finished[INSTANT_SIZE];
 	char	last_run_outcome[64];
+	char	lock_busy_since[INSTANT_SIZE];	/* runs found the lock held
+						 * since then; "" when not */
 };
 enum inbox_status inbox_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err)
@@ -290,6 +293,11 @@ enum inbox_status inbox_status_report(struct inbox *ib,
  */
 enum inbox_status inbox_probe_write(struct inbox *ib, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/* A run found the run lock held (busy = 1: remember since when, unless
+ * already set) or took it (busy = 0: forget).  For status. */
+enum inbox_status inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /* Record a drainer run's start / end and outcome (short text). */
 enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,

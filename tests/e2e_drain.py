@@ -310,6 +310,26 @@ class TestPlumbing(DrainBase):
         self.assertEqual(self.ids(), ["k1", "k2", "k2", "k3"])
         self.assertEqual(self.state("k2")["attempts"], 2)
 
+    def test_lock_held_by_an_escaped_process_is_diagnosed(self):
+        # A handler that leaves a daemon behind (setsid) leaves the run lock
+        # held: runs exit quietly, and status must name the lock, not cron.
+        write_conf(self.sb.conf, **dict(self.keys, handler=
+                   "cat >/dev/null; setsid -f sleep 30 </dev/null >/dev/null 2>&1"))
+        self.deliver("esc1", obj_id=1)
+        t0 = time.monotonic()
+        p = self.drain("run")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertLess(time.monotonic() - t0, 10)
+        self.deliver("esc2", obj_id=2)
+        p = self.drain("-v", "run")
+        self.assertIn("another run holds the lock", p.stdout)
+        self.assertEqual(self.state("esc2")["state"], "pending")
+        st = self.drain("status", "--max-idle", "60s", offset=120)
+        self.assertEqual(st.returncode, 1)
+        self.assertIn("found the run lock held", st.stdout)
+        self.assertIn("fuser -v", st.stdout)
+        subprocess.run(["pkill", "-f", "sleep 30"])
+
     def test_max_time_stops_taking_new_events(self):
         write_conf(self.sb.conf, **dict(self.keys, handler_timeout="10s"))
         for i in range(4):
@@ -416,7 +436,7 @@ class TestOperator(DrainBase):
         self.assertEqual((j["done"], j["pending"], j["attention"]), (2, 0, []))
         p = self.drain("status", "--max-idle", "60s", offset=120)
         self.assertEqual(p.returncode, 1)
-        self.assertIn("no drainer run for", p.stdout)
+        self.assertIn("the last drainer run started", p.stdout)
         lines = self.drain("list", "--type", "payment.*").stdout.splitlines()
         self.assertEqual(len(lines), 1)
         self.assertIn("s1", lines[0])

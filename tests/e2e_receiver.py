@@ -361,6 +361,39 @@ class TestMisconfigured(ReceiverBase):
         self.assertEqual(self.sb.count(), 2)
 
 
+class TestLostFiles(ReceiverBase):
+    def test_database_moved_or_deleted_under_the_receiver(self):
+        # Every 200 must be in the file the config names: a worker must not
+        # go on acknowledging into an unlinked or moved-away file.
+        acked = []
+
+        def send(prefix, n):
+            for i in range(n):
+                mid = self.new_id(prefix)
+                if self.srv.deliver(SECRET_A, mid, event_body(mid))[0] == 200:
+                    acked.append(mid)
+
+        send("before", 3)
+        os.rename(self.sb.db, self.sb.db + ".moved")
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(self.sb.db + suffix):
+                os.rename(self.sb.db + suffix, self.sb.db + ".moved" + suffix)
+        acked.clear()
+        send("moved", 6)
+        for f in os.listdir(self.sb.dir):
+            if f.startswith("inbox.db"):
+                os.unlink(os.path.join(self.sb.dir, f))
+        acked_after_delete = []
+        before = len(acked)
+        send("deleted", 6)
+        acked_after_delete = acked[before:]
+        stored = {r["webhook_id"] for r in self.sb.rows("SELECT webhook_id FROM events")}
+        self.assertTrue(acked_after_delete, "nothing was acknowledged at all")
+        self.assertEqual(sorted(set(acked_after_delete) - stored), [])
+        time.sleep(0.2)
+        self.assertIn("moved or deleted while open", self.srv.log())
+
+
 class TestConcurrency(ReceiverBase):
     procs = 4
 
