@@ -113,6 +113,19 @@ load_config(struct config *c)
 	return rc;
 }
 
+/* For commands that read or change what is there: an inbox that does not
+ * exist is a wrong `database` (or nothing received yet), not one to create
+ * empty and report as fine.  Returns 1 when it exists; says so when not. */
+static int
+inbox_exists(const struct config *c)
+{
+	if (access(c->database, F_OK) == 0)
+		return 1;
+	fprintf(stderr, "webhook-drain: no inbox at %s: nothing received yet, "
+	    "or `database` in %s names the wrong file\n", c->database, c->path);
+	return 0;
+}
+
 static struct inbox *
 open_inbox(const struct config *c)
 {
@@ -619,7 +632,7 @@ hand_out(struct inbox *ib, const struct config *c, struct run_api *ra,
     struct inbox_event *e, int stale, struct run_counts *n)
 {
 	struct handler_result r;
-	struct handler_env env[12];
+	struct handler_env env[16];
 	char attempt[32], idesc[1100];
 	struct buf err, why;
 	enum refetch_result rf;
@@ -640,6 +653,8 @@ hand_out(struct inbox *ib, const struct config *c, struct run_api *ra,
 	/* Extension: set when an operator's requeue hands out an event that is
 	 * older than what was already done for its object. */
 	env[nenv++] = (struct handler_env){ "WEBHOOK_STALE", stale ? "1" : NULL };
+	/* The API token is the drainer's, not the handler's to print. */
+	env[nenv++] = (struct handler_env){ "WEBHOOK_API_TOKEN", NULL };
 	util_escape(e->webhook_id, strlen(e->webhook_id), idesc, sizeof idesc);
 
 	rf = refetch(ib, c, ra, e, &fetched, &retry_after_s, &why);
@@ -745,6 +760,12 @@ cmd_run(const struct config *c, struct opts *o)
 		fprintf(stderr, "webhook-drain: %s: handler: required for run\n",
 		    c->path);
 		return EXIT_USAGE;
+	}
+	/* No inbox yet: nothing was received; say nothing (cron). */
+	if (access(c->database, F_OK) == -1 && errno == ENOENT) {
+		if (verbose)
+			printf("no inbox at %s yet: nothing received\n", c->database);
+		return 0;
 	}
 	buf_init(&err, 4096);
 	lock = runlock_try(c->database, &err);
@@ -860,7 +881,7 @@ cmd_status(const struct config *c, struct opts *o)
 	char a[32], b[32], problems[4][PATH_MAX + 200];
 	int np = 0, i;
 
-	if ((ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	if (inbox_status_report(ib, &r, &err) != INBOX_OK) {
@@ -1003,7 +1024,7 @@ cmd_list(const struct config *c, struct opts *o)
 		usage();
 		return EXIT_USAGE;
 	}
-	if ((ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	if (inbox_list(ib, &o->filter, 0, list_one, &lc, &err) != INBOX_OK) {
@@ -1098,7 +1119,7 @@ cmd_show(const struct config *c, struct opts *o)
 	}
 	memset(&f, 0, sizeof f);
 	f.webhook_id = o->args[0];
-	if ((ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	if (inbox_list(ib, &f, 1, show_one, &lc, &err) != INBOX_OK) {
@@ -1161,7 +1182,7 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		fprintf(stderr, "webhook-drain: requeue with filters needs --state\n");
 		return EXIT_USAGE;
 	}
-	if ((ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	memset(&sc, 0, sizeof sc);
@@ -1218,7 +1239,7 @@ cmd_purge(const struct config *c)
 	int64_t bodies, rows;
 	int rc = 0;
 
-	if ((ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	if (inbox_purge(ib, util_now_ns(), c->retention * NS, &bodies, &rows,
@@ -1320,9 +1341,13 @@ cmd_send(const struct config *c, struct opts *o)
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 15L);	/* the provider's limit */
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, curl_sink);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-	if (curl_easy_perform(curl) != CURLE_OK) {
-		fprintf(stderr, "webhook-drain: send to %s failed\n", o->args[0]);
-		goto out;
+	{
+		CURLcode cc = curl_easy_perform(curl);
+		if (cc != CURLE_OK) {
+			fprintf(stderr, "webhook-drain: send to %s failed: %s\n",
+			    o->args[0], curl_easy_strerror(cc));
+			goto out;
+		}
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	while (answer.len > 0 && (answer.data[answer.len - 1] == '\n' ||
@@ -2079,6 +2104,19 @@ main(int argc, char **argv)
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
+	{
+		static const char *const known[] = { "run", "status", "list", "show",
+		    "requeue", "forget", "purge", "send", "check", "sync", "recover" };
+		size_t k;
+		for (k = 0; k < sizeof known / sizeof known[0]; k++)
+			if (strcmp(cmd, known[k]) == 0)
+				break;
+		if (k == sizeof known / sizeof known[0]) {
+			fprintf(stderr, "webhook-drain: unknown command '%s'\n", cmd);
+			usage();
+			return EXIT_USAGE;
+		}
+	}
 	if (parse_opts(argc, argv, &o) == -1) {
 		usage();
 		free(o.object_buf);

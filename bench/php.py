@@ -155,10 +155,11 @@ def main():
     os.umask(old)
     # The inbox, created by the real binary (as bench/drain.py does), so
     # that it can be counted before the first delivery.
-    p = subprocess.run([drain, "-c", conf, "status"], capture_output=True,
+    p = subprocess.run([drain, "-c", conf, "check"], capture_output=True,
                        text=True)
-    if p.returncode != 0:
-        raise bl.Die("webhook-drain status: %s" % p.stderr.strip())
+    if "opens in WAL mode" not in p.stdout:
+        raise bl.Die("webhook-drain check: %s%s" % (p.stdout.strip(),
+                                                    p.stderr.strip()))
     servers = {"ours": (bl.Lighttpd(s, "ours", fcgi, procs,
                                     env={"WEBHOOK_CONF": conf}),
                         "/webhook", os.path.join(d, "inbox.db"), "events")}

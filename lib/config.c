@@ -21,13 +21,27 @@ struct parse {
 	const char	*what;	/* static text of the first error */
 	int		 seen_handler, seen_database, seen_log, seen_api_url,
 			 seen_token;
+	char		 seen_keys[512];	/* " key key …" of single-valued keys */
 };
 
 static int
 fail(struct parse *p, const char *key, const char *what)
 {
 	if (p->what == NULL) {
-		util_escape(key, strlen(key), p->key, sizeof p->key);
+		/* Quote the key only when it looks like a key name: inih splits
+		 * "whsec_…=" at its base64 padding, so a line holding only a
+		 * secret would otherwise be printed as a "key". */
+		size_t n = strlen(key), i;
+		int plain = n > 0 && n <= 32 && strncmp(key, "whsec_", 6) != 0 &&
+		    strncmp(key, "whpk_", 5) != 0;
+		for (i = 0; i < n && plain; i++)
+			plain = (key[i] >= 'a' && key[i] <= 'z') || key[i] == '_' ||
+			    (key[i] >= 'A' && key[i] <= 'Z') ||
+			    (key[i] >= '0' && key[i] <= '9');
+		if (plain)
+			util_escape(key, n, p->key, sizeof p->key);
+		else
+			snprintf(p->key, sizeof p->key, "(a line that is not key = value)");
 		p->what = what;
 	}
 	return 0;	/* inih: error on this line */
@@ -59,6 +73,21 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	if (value == NULL || value[0] == '\0')
 		return fail(p, name, "empty value");
 
+	/* Every key but secret, api_resource and refetch is given once: a
+	 * second line is a mistake whichever of the two was meant. */
+	if (strcmp(name, "secret") != 0 && strcmp(name, "api_resource") != 0 &&
+	    strcmp(name, "refetch") != 0 && strlen(name) < 64) {
+		char needle[70];
+		snprintf(needle, sizeof needle, " %s ", name);
+		if (strstr(p->seen_keys, needle) != NULL)
+			return fail(p, name, "given twice");
+		if (strlen(p->seen_keys) + strlen(needle) < sizeof p->seen_keys) {
+			if (p->seen_keys[0] == '\0')
+				p->seen_keys[0] = ' ';
+			strncat(p->seen_keys, needle + 1,
+			    sizeof p->seen_keys - strlen(p->seen_keys) - 1);
+		}
+	}
 #define KEY(k) (strcmp(name, k) == 0)
 	if (KEY("database"))
 		return set_string(p, &c->database, &p->seen_database, "database",
@@ -69,6 +98,9 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	if (KEY("log"))
 		return set_string(p, &c->log, &p->seen_log, "log", value);
 	if (KEY("secret")) {
+		if (strpbrk(value, " \t") != NULL)
+			return fail(p, "secret", "contains a space: a comment must "
+			    "be on a line of its own");
 		if (c->nsecrets == SIGNATURE_KEYS_MAX)
 			return fail(p, "secret", "more than 8 secrets");
 		if (signature_key_parse(value, &c->secrets[c->nsecrets],

@@ -3,6 +3,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -16,6 +18,12 @@ runlock_try(const char *database, struct buf *err)
 	struct buf path;
 	int fd;
 
+	char real[PATH_MAX];
+
+	/* The lock is the inbox's, however it is named: a symlink or another
+	 * spelling of the path must find the same lock. */
+	if (realpath(database, real) != NULL)
+		database = real;
 	buf_init(&path, 8192);
 	if (buf_printf(&path, "%s.drain-lock", database) == -1) {
 		buf_reset(err);

@@ -463,6 +463,40 @@ class TestOperator(DrainBase):
         self.assertIn("forgot 3 events", p.stdout)
         self.assertEqual(self.sb.count(), 0)
 
+    def test_missing_inbox_is_not_created_by_status_list_or_run(self):
+        # A mistyped `database` must not turn into an empty inbox that
+        # status reports as fine (review finding).
+        typo = os.path.join(self.sb.dir, "typo.db")
+        write_conf(self.sb.conf, **dict(self.keys, database=typo))
+        for cmd in (("status",), ("list",), ("show", "x"), ("forget", "x")):
+            p = self.drain(*cmd, check=False)
+            self.assertEqual(p.returncode, 1, cmd)
+            self.assertIn("no inbox at", p.stderr)
+        p = self.drain("run")       # cron before the first delivery: quiet
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+        self.assertFalse(os.path.exists(typo))
+
+    def test_run_lock_follows_the_real_path_and_token_stays_private(self):
+        alias = os.path.join(self.sb.dir, "alias.db")
+        os.symlink(self.sb.db, alias)
+        other = os.path.join(self.sb.dir, "other.conf")
+        write_conf(other, **dict(self.keys, database=alias,
+                                 handler="cat >/dev/null; env >> \"$RECORD.env\"; sleep 1"))
+        write_conf(self.sb.conf, **dict(self.keys, handler=
+                   "cat >/dev/null; env >> \"$RECORD.env\"; sleep 1"))
+        self.deliver("lk1", obj_id=1)
+        env = dict(os.environ, RECORD=self.record, WEBHOOK_API_TOKEN="tok_secret",
+                   **self.sb.env())
+        runs = [subprocess.Popen([DRAIN, "-c", c, "run"], env=env)
+                for c in (self.sb.conf, other)]
+        for r in runs:
+            self.assertEqual(r.wait(30), 0)
+        self.assertEqual(self.state("lk1")["attempts"], 1)   # handed out once
+        with open(self.record + ".env") as f:
+            handler_env = f.read()
+        self.assertIn("WEBHOOK_ID=lk1", handler_env)
+        self.assertNotIn("tok_secret", handler_env)
+
     def test_usage_and_config_errors_exit_2(self):
         self.assertEqual(self.drain("frobnicate", check=False).returncode, 2)
         self.assertEqual(self.drain("list", "--state", "bogus", check=False).returncode, 2)

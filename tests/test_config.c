@@ -428,6 +428,48 @@ START_TEST(no_inline_comments)
 }
 END_TEST
 
+/* Review finding: inih split a line holding only a padded secret at its
+ * '=', and the "key" was printed.  A secret never appears in an error. */
+START_TEST(secret_never_quoted_as_a_key)
+{
+	static const char *const lines[] = {
+		"whsec_Q9+kKL9l6/aeWWBWkMnHsTZSFPyyd6698JXacBA2Dv0=\n",
+		"secret whsec_Q9+kKL9l6/aeWWBWkMnHsTZSFPyyd6698JXacBA2Dv0 = x\n",
+		"whsec_shortsecret = 1\n",
+	};
+	struct load l;
+	size_t i;
+
+	for (i = 0; i < NELEM(lines); i++) {
+		char text[512];
+		snprintf(text, sizeof text, MINIMAL "%s", lines[i]);
+		load(text, &l);
+		ck_assert_int_eq(l.rc, -1);
+		ck_assert_msg(!contains(err_text(&l), "Q9+kKL9") &&
+		    !contains(err_text(&l), "shortsecret"), "%s", err_text(&l));
+		ck_assert_msg(contains(err_text(&l), ":3: "), "%s", err_text(&l));
+		load_done(&l);
+	}
+}
+END_TEST
+
+START_TEST(inline_comment_and_repeated_keys)
+{
+	struct load l;
+
+	load("database = /x/inbox.db\nsecret = " KAT_SECRET "   # rotation\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":2: secret: contains a space"),
+	    "%s", err_text(&l));
+	load_done(&l);
+	load(MINIMAL "max_body = 5\nmax_body = 6\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":4: max_body: given twice"), "%s",
+	    err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
 START_TEST(sections_refused)
 {
 	struct load l;
@@ -648,6 +690,8 @@ config_suite(void)
 	tcase_add_test(tc, malformed_lines);
 	tcase_add_test(tc, unreadable);
 	tcase_add_test(tc, error_buffer_reused);
+	tcase_add_test(tc, secret_never_quoted_as_a_key);
+	tcase_add_test(tc, inline_comment_and_repeated_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1280,9 +1280,12 @@ START_TEST(list_filters)
 	LIST("i1,i2!", .object_type = "invoice", .object_id = "1");
 	LIST("p1,p2", .object_type = "payment");
 	LIST("p1,i1,i2!", .object_id = "1");
-	LIST("i2!,c1", .since_ns = mid);
-	LIST("p1,p2,i1", .until_ns = mid);
-	LIST("", .since_ns = mid, .until_ns = mid);
+	LIST("i2!,c1", .since_ns = mid, .has_since = 1);
+	LIST("p1,p2,i1", .until_ns = mid, .has_until = 1);
+	LIST("", .since_ns = mid, .until_ns = mid, .has_since = 1,
+	    .has_until = 1);
+	/* The epoch is a real bound, not "unset". */
+	LIST("", .until_ns = 0, .has_until = 1);
 	LIST("i2!", .webhook_id = "i2");
 	LIST("p1", .type_glob = "payment.*", .state = "pending");
 #undef LIST
