@@ -227,13 +227,28 @@ print_s(FILE *f, const char *s)
 		print_escaped(f, s, strlen(s));
 }
 
+/* Untrusted text (ids, types) may be any bytes, and JSON strings must be
+ * valid UTF-8: non-ASCII and control bytes are written as \xHH text.
+ * NULL or "" becomes null. */
+static void
+add_text(cJSON *o, const char *k, const char *v)
+{
+	char t[1100];
+
+	if (v == NULL || *v == '\0') {
+		cJSON_AddNullToObject(o, k);
+		return;
+	}
+	util_escape(v, strlen(v), t, sizeof t);
+	cJSON_AddStringToObject(o, k, t);
+}
+
 static cJSON *
 event_json(const struct inbox_event *e, int with_body)
 {
 	cJSON *o = cJSON_CreateObject();
 
-#define STR(k, v) do { if ((v) != NULL && *(v) != '\0') \
-	cJSON_AddStringToObject(o, k, v); else cJSON_AddNullToObject(o, k); } while (0)
+#define STR(k, v) add_text(o, k, v)
 	STR("webhook_id", e->webhook_id);
 	STR("state", e->state);
 	cJSON_AddBoolToObject(o, "blocked", e->blocked);
@@ -793,6 +808,19 @@ cmd_run(const struct config *c, struct opts *o)
 	memset(&n, 0, sizeof n);
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
+	/* Handlers run in the config file's directory: a relative path in
+	 * `handler` means what it means for every other path in the file. */
+	{
+		char dir[PATH_MAX];
+		const char *slash = strrchr(c->path, '/');
+		if (slash != NULL && (size_t)(slash - c->path) < sizeof dir) {
+			memcpy(dir, c->path, (size_t)(slash - c->path));
+			dir[slash - c->path] = '\0';
+			if (chdir(dir[0] ? dir : "/") == -1)
+				fprintf(stderr, "webhook-drain: cannot enter %s: %s\n",
+				    dir, strerror(errno));
+		}
+	}
 	if (inbox_note_run(ib, util_now_ns(), NULL, &err) != INBOX_OK ||
 	    inbox_note_lock(ib, util_now_ns(), 0, &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
@@ -1423,6 +1451,28 @@ handler_program(const char *cmd)
 	}
 }
 
+/* The script an interpreter runs ("php /x/h.php", "sh ./h.sh"): the first
+ * argument after the program when it looks like a path; NULL otherwise. */
+static char *
+handler_script(const char *cmd)
+{
+	char *prog = handler_program(cmd);
+	const char *p;
+	size_t n;
+
+	if (prog == NULL)
+		return NULL;
+	p = strstr(cmd, prog) + strlen(prog);
+	free(prog);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strcspn(p, " \t");
+	if (n == 0 || *p == '-' || strcspn(p, "'\"$`\\(){};|&<>") < n ||
+	    memchr(p, '/', n) == NULL)
+		return NULL;
+	return strndup(p, n);
+}
+
 /* Is `prog` (a path, or a name looked up in PATH) executable by us? */
 static int
 executable(const char *prog, char *found, size_t foundsz)
@@ -1464,6 +1514,16 @@ cmd_check(const struct config *c, struct opts *o)
 
 	buf_init(&err, 4096);
 	finding(&f, "ok", "config", "%s loads", c->path);
+	/* Judge relative handler paths where `run` runs them. */
+	{
+		const char *cslash = strrchr(c->path, '/');
+		if (cslash != NULL && (size_t)(cslash - c->path) < sizeof dir) {
+			memcpy(dir, c->path, (size_t)(cslash - c->path));
+			dir[cslash - c->path] = '\0';
+			if (chdir(dir[0] ? dir : "/") == -1)
+				finding(&f, "WARN", "config", "cannot enter %s", dir);
+		}
+	}
 	if (stat(c->path, &sb) == 0 && (sb.st_mode & S_IROTH))
 		finding(&f, "WARN", "config", "%s is readable by every user and "
 		    "holds the secret — chmod o-rwx %s", c->path, c->path);
@@ -1541,12 +1601,19 @@ cmd_check(const struct config *c, struct opts *o)
 		finding(&f, "WARN", "handler", "a shell construct; not checked — "
 		    "run it by hand: echo '{}' | sh -c '<handler>'");
 	} else {
+		char *script = handler_script(c->handler);
 		if (executable(prog, found, sizeof found))
 			finding(&f, "ok", "handler", "%s is executable", found);
 		else
 			finding(&f, "FAIL", "handler", "%s is not an executable file "
 			    "for this user — chmod +x it, or name its interpreter "
 			    "(handler = /usr/bin/php /path/handler.php)", prog);
+		/* "php /path/handler.php": the script must be there too. */
+		if (script != NULL && access(script, R_OK) == -1)
+			finding(&f, "FAIL", "handler", "%s: %s — the script the "
+			    "handler runs is missing or unreadable for this user",
+			    script, strerror(errno));
+		free(script);
 		free(prog);
 	}
 
@@ -1757,6 +1824,13 @@ walk_pages(struct api *a, const char *what, const char *base, const char *page,
 		}
 		if (fn(data, next, arg) == -1)
 			goto out;
+		/* An API that hands back the cursor it was given would page
+		 * forever. */
+		if (next != NULL && cursor != NULL && strcmp(next, cursor) == 0) {
+			fprintf(stderr, "webhook-drain: %s: the API returned the same "
+			    "next_cursor again; stopping\n", what);
+			goto out;
+		}
 		free(cursor);
 		cursor = NULL;
 		if (next == NULL)

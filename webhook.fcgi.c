@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,6 +174,9 @@ refuse(struct request *r, int status, const char *id, const char *why)
 	case 405:
 		respond(r, 405, "Method Not Allowed", "Allow: POST\r\n",
 		    "method not allowed\n");
+		break;
+	case 408:
+		respond(r, 408, "Request Timeout", NULL, "body too slow\n");
 		break;
 	case 413:
 		respond(r, 413, "Content Too Large", NULL, "body too large\n");
@@ -346,14 +351,36 @@ collect_signatures(struct worker *st, struct request *r)
 	return 0;
 }
 
+/* FastCGI: let the next read on the server's connection wait at most until
+ * `deadline` (monotonic ns; 0: no limit again). */
+static void
+read_deadline(struct request *r, int64_t deadline)
+{
+	struct timeval tv = { 0, 0 };
+
+	if (r->fcgi == NULL || r->fcgi->ipcFd < 0)
+		return;
+	if (deadline != 0) {
+		int64_t left = deadline - util_mono_ns();
+		if (left < 1000000)
+			left = 1000000;
+		tv.tv_sec = (time_t)(left / 1000000000);
+		tv.tv_usec = (suseconds_t)(left % 1000000000 / 1000);
+	}
+	(void)setsockopt(r->fcgi->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
 /* Read the body to its end into w->body, behind the `prefix` bytes already
- * there.  Returns 0; 1 when it passes max_body (413); -1 on a read error. */
+ * there.  Returns 0; 1 when it passes max_body (413); 2 when it is not in
+ * by `deadline` (408: a slow client must not hold a thread, and every
+ * delivery behind it, when the server streams bodies); -1 on a read error. */
 static int
 read_body(struct worker *st, struct request *r, size_t prefix,
-    int64_t max_body, int64_t content_length)
+    int64_t max_body, int64_t content_length, int64_t deadline)
 {
 	size_t max = (size_t)max_body;
 	char chunk[READ_CHUNK];
+	int rc = 0;
 
 	for (;;) {
 		size_t got = st->body.len - prefix, want = sizeof chunk;
@@ -368,19 +395,39 @@ read_body(struct worker *st, struct request *r, size_t prefix,
 			if (want > (size_t)content_length - got)
 				want = (size_t)content_length - got;
 		}
-		if (r->fcgi != NULL)
+		if (r->fcgi != NULL) {
+			if (util_mono_ns() >= deadline) {
+				rc = 2;
+				break;
+			}
+			read_deadline(r, deadline);
 			n = FCGX_GetStr(chunk, (int)want, r->fcgi->in);
-		else
+			if (n < (int)want && FCGX_GetError(r->fcgi->in) != 0) {
+				rc = util_mono_ns() >= deadline ? 2 : -1;
+				break;
+			}
+		} else {
 			n = (int)fread(chunk, 1, want, stdin);
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return r->fcgi != NULL || !ferror(stdin) ? 0 : -1;
-		if ((size_t)n > max - got)
-			return 1;
-		if (buf_append(&st->body, chunk, (size_t)n) == -1)
-			return -1;
+		}
+		if (n < 0) {
+			rc = -1;
+			break;
+		}
+		if (n == 0) {
+			rc = r->fcgi != NULL || !ferror(stdin) ? 0 : -1;
+			break;
+		}
+		if ((size_t)n > max - got) {
+			rc = 1;
+			break;
+		}
+		if (buf_append(&st->body, chunk, (size_t)n) == -1) {
+			rc = -1;
+			break;
+		}
 	}
+	read_deadline(r, 0);
+	return rc;
 }
 
 static void
@@ -388,6 +435,7 @@ handle(struct worker *w, struct request *r)
 {
 	struct worker *st = w;
 	struct site *site = NULL;
+	int64_t started = util_mono_ns();
 	const char *method = param(r, "REQUEST_METHOD");
 	const char *id = param(r, "HTTP_WEBHOOK_ID");
 	const char *ts = param(r, "HTTP_WEBHOOK_TIMESTAMP");
@@ -456,11 +504,16 @@ handle(struct worker *w, struct request *r)
 		refuse(r, 503, id, "out of memory");
 		goto out;
 	}
-	rc = read_body(st, r, prefix, site->conf.max_body, content_length);
+	rc = read_body(st, r, prefix, site->conf.max_body, content_length,
+	    started + site->conf.body_timeout * 1000000000);
 	if (rc == 0)
 		r->body_read = 1;
 	if (rc == 1) {
 		refuse(r, 413, id, "body over max_body");
+		goto out;
+	}
+	if (rc == 2) {
+		refuse(r, 408, id, "body not received within body_timeout");
 		goto out;
 	}
 	if (rc == -1) {

@@ -210,6 +210,14 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		}
 		return 1;
 	}
+	if (KEY("body_timeout")) {
+		/* Below the provider's 15 s: a body still arriving after that
+		 * is a delivery the provider already counts as failed. */
+		if (util_parse_duration(value, 60, &c->body_timeout) == -1 ||
+		    c->body_timeout < 1)
+			return fail(p, "body_timeout", "not a duration between 1s and 1m");
+		return 1;
+	}
 	if (KEY("busy_timeout")) {
 		/* Seconds; the provider gives up at 15 s, so stay well below. */
 		if (util_parse_duration(value, 10, &v) == -1 || v < 1)
@@ -330,6 +338,7 @@ config_load(const char *path, struct config *c, struct buf *err)
 	c->retry_max = 6 * 3600;
 	c->api_timeout = 10;
 	c->busy_timeout = 5000;
+	c->body_timeout = 10;
 	c->synchronous = CONFIG_SYNC_FULL;
 	memset(&p, 0, sizeof p);
 	p.c = c;

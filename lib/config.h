@@ -48,6 +48,7 @@ struct config {
 	int64_t			 retry_base;	/* seconds before the 1st retry, 30 */
 	int64_t			 retry_max;	/* longest wait between retries, 6h */
 	int64_t			 busy_timeout;	/* milliseconds, default 5000 */
+	int64_t			 body_timeout;	/* seconds to read a body, default 10 */
 	enum config_sync	 synchronous;	/* default FULL */
 	char			*log;		/* owned; NULL = stderr */
 	/* The provider's API (drainer only; PROVIDER.md "Webhooks do not

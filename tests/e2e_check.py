@@ -130,6 +130,12 @@ class TestCheck(unittest.TestCase):
         else:
             self.assertFinding(out, "FAIL", "handler", "php")
 
+    def test_interpreter_script_missing(self):
+        self.conf(handler="/bin/sh /nonexistent/handler.sh")
+        rc, out = self.check()
+        self.assertEqual(rc, 1)
+        self.assertFinding(out, "FAIL", "handler", "/nonexistent/handler.sh")
+
     def test_api_token_unreadable_or_too_open(self):
         tok = os.path.join(self.sb.dir, "token")
         self.conf(api_url="http://127.0.0.1:9/public/v1", api_token_file=tok)

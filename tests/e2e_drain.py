@@ -497,6 +497,27 @@ class TestOperator(DrainBase):
         self.assertIn("WEBHOOK_ID=lk1", handler_env)
         self.assertNotIn("tok_secret", handler_env)
 
+    def test_relative_handler_runs_from_the_config_directory(self):
+        h = os.path.join(self.sb.dir, "h.sh")
+        with open(h, "w") as f:
+            f.write("#!/bin/sh\ncat >/dev/null\necho \"$WEBHOOK_ID\" >> \"$RECORD.rel\"\n")
+        os.chmod(h, 0o755)
+        write_conf(self.sb.conf, **dict(self.keys, handler="./h.sh"))
+        self.deliver("rel1", obj_id=1)
+        env = dict(os.environ, RECORD=self.record, **self.sb.env())
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "run"], env=env, cwd="/",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        with open(self.record + ".rel") as f:
+            self.assertEqual(f.read(), "rel1\n")
+
+    def test_json_output_is_valid_for_any_bytes(self):
+        body = b'{"id":"x","type":"bad\xff\xfe type","createdAt":"2026-11-30T10:00:00Z"}'
+        self.assertEqual(self.srv.deliver(SECRET_A, "utf1", body)[0], 200)
+        for line in self.drain("list", "--json").stdout.splitlines():
+            json.loads(line)
+        json.loads(self.drain("show", "--json", "utf1").stdout)
+
     def test_usage_and_config_errors_exit_2(self):
         self.assertEqual(self.drain("frobnicate", check=False).returncode, 2)
         self.assertEqual(self.drain("list", "--state", "bogus", check=False).returncode, 2)

@@ -503,6 +503,24 @@ class TestDirect(unittest.TestCase):
         self.assertEqual(self.sb.count(), 0)
         self.assertTrue(os.path.exists(other_db))
 
+    def test_slow_body_gets_408_at_body_timeout_and_blocks_nobody(self):
+        # Servers that stream bodies (mod_proxy_fcgi) hand a trickling
+        # client straight to us: it must not hold a thread past
+        # body_timeout, nor delay the deliveries behind it.
+        write_conf(self.sb.conf, database=self.sb.db, secret=SECRET_A,
+                   body_timeout="1s")
+        body = event_body("msg_slow", blob="s" * 5000)
+        slow = [self.p.open(signed_params(SECRET_A, "msg_slow%d" % i, body),
+                            [body[:100]]) for i in range(12)]   # > threads
+        t0 = time.monotonic()
+        fast = event_body("msg_fast")
+        self.assertEqual(self.p.request(signed_params(SECRET_A, "msg_fast", fast),
+                                        fast)[0], 200)
+        self.assertLess(time.monotonic() - t0, 5)
+        statuses = [self.p.finish(s, timeout=10, end_stdin=False)[0] for s in slow]
+        self.assertEqual(statuses, [408] * 12)
+        self.assertEqual([r["webhook_id"] for r in self.sb.rows()], ["msg_fast"])
+
     def test_sigterm_when_idle_exits_within_a_second(self):
         body = event_body("msg_idle")
         self.assertEqual(self.p.request(signed_params(SECRET_A, "msg_idle", body), body)[0], 200)

@@ -292,9 +292,11 @@ class FcgiProcess:
             s.sendall(_record(FCGI_STDIN, data[i:i + 65535]))
 
     @staticmethod
-    def finish(s, timeout=10):
-        """End stdin, read the answer: (status, headers text, body)."""
-        s.sendall(_record(FCGI_STDIN, b""))
+    def finish(s, timeout=10, end_stdin=True):
+        """End stdin (unless end_stdin is False: the answer came without
+        it), read the answer: (status, headers text, body)."""
+        if end_stdin:
+            s.sendall(_record(FCGI_STDIN, b""))
         s.settimeout(timeout)
         out, buf = b"", b""
         while True:
