@@ -144,6 +144,19 @@ txn_fail(struct inbox *ib, sqlite3_stmt *st, struct buf *err, const char *what,
 }
 
 /* Run a statement with no result rows (schema, PRAGMA). */
+/* The end of a write transaction whose statement succeeded: finalize it,
+ * commit; on failure, as txn_fail. */
+static enum inbox_status
+txn_commit(struct inbox *ib, sqlite3_stmt *st, struct buf *err, const char *what)
+{
+	int rc;
+
+	sqlite3_finalize(st);
+	if ((rc = commit(ib)) != SQLITE_OK)
+		return txn_fail(ib, NULL, err, what, rc);
+	return INBOX_OK;
+}
+
 static int
 exec(struct inbox *ib, const char *sql)
 {
@@ -829,14 +842,8 @@ inbox_finish_stale(struct inbox *ib, const struct inbox_event *e,
 	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
 	    (rc = run_stmt(ib, st)) != SQLITE_OK)
-		goto fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((rc = commit(ib)) != SQLITE_OK)
-		goto fail;
-	return INBOX_OK;
-fail:
-	return txn_fail(ib, st, err, "marking stale", rc);
+		return txn_fail(ib, st, err, "marking stale", rc);
+	return txn_commit(ib, st, err, "marking stale");
 }
 
 /* Bind and run the prepared insert for one delivery, inside the caller's
@@ -1039,21 +1046,15 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	    (rc = sqlite3_bind_int64(st, 4, max_attempts)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 5, now_ns, now)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 6, now_ns + retry_ns, next)) != SQLITE_OK)
-		goto fail;
+		return txn_fail(ib, st, err, "recording a failure", rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*dead = sqlite3_column_int(st, 0);
 		rc = sqlite3_step(st);
 	}
 	if (rc != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((rc = commit(ib)) != SQLITE_OK)
-		goto fail;
-	return INBOX_OK;
-fail:
-	return txn_fail(ib, st, err, "recording a failure", rc);
+		return txn_fail(ib, st, err, "recording a failure", rc);
+	return txn_commit(ib, st, err, "recording a failure");
 }
 
 /* The operator filter as one fixed WHERE clause with optional parameters
@@ -1359,14 +1360,8 @@ inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *err)
 	    NULL)) != SQLITE_OK ||
 	    (busy && (rc = bind_instant(st, 1, now_ns, now)) != SQLITE_OK) ||
 	    (rc = run_stmt(ib, st)) != SQLITE_OK)
-		goto fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((rc = commit(ib)) != SQLITE_OK)
-		goto fail;
-	return INBOX_OK;
-fail:
-	return txn_fail(ib, st, err, "noting the run lock", rc);
+		return txn_fail(ib, st, err, "noting the run lock", rc);
+	return txn_commit(ib, st, err, "noting the run lock");
 }
 
 enum inbox_status
@@ -1408,12 +1403,6 @@ inbox_note_run(struct inbox *ib, int64_t now_ns, const char *outcome,
 	    (rc = sqlite3_bind_text(st, 4, outcome == NULL ? "running" : outcome,
 	    -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = run_stmt(ib, st)) != SQLITE_OK)
-		goto fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((rc = commit(ib)) != SQLITE_OK)
-		goto fail;
-	return INBOX_OK;
-fail:
-	return txn_fail(ib, st, err, "noting the run", rc);
+		return txn_fail(ib, st, err, "noting the run", rc);
+	return txn_commit(ib, st, err, "noting the run");
 }
