@@ -524,6 +524,26 @@ def row_notes(rows):
     return out
 
 
+def finish(session, results, lines, rows):
+    """Close a section: notes on the rows that have any, then append it to
+    the results file and say where it went."""
+    notes = row_notes(rows)
+    if notes:
+        lines += ["", "Notes on rows:", ""] + notes
+    lines.append("")
+    append_results(results, "\n".join(lines) + "\n")
+    session.say("results appended to %s; logs in %s" % (results, session.logdir))
+
+
+def run(main, prog):
+    """The entry point of a bench script: a Die is one line on stderr."""
+    try:
+        sys.exit(main())
+    except Die as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        sys.exit(1)
+
+
 def append_results(path, text):
     fresh = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a") as f:

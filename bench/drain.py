@@ -611,21 +611,9 @@ def main():
         L.append("")
         L.append("**The drainer did not exit 0** (see build/bench/logs/%s-drain/"
                  "draining.drain.log)." % s.stamp)
-    notes = bl.row_notes(rows)
-    if notes:
-        L.append("")
-        L.append("Notes on rows:")
-        L.append("")
-        L.extend(notes)
-    L.append("")
-    bl.append_results(results, "\n".join(L) + "\n")
-    s.say("results appended to %s; logs in %s" % (results, s.logdir))
+    bl.finish(s, results, L, rows)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except bl.Die as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
-        sys.exit(1)
+    bl.run(main, PROG)

@@ -293,21 +293,9 @@ def main():
                  % (c, ra, "met" if ra >= 10 else "not met", rb,
                     "met" if rb >= 4 else "not met",
                     "yes" if o["valid"] and a["valid"] and b["valid"] else "**no**"))
-    notes = bl.row_notes(rows)
-    if notes:
-        L.append("")
-        L.append("Notes on rows:")
-        L.append("")
-        L.extend(notes)
-    L.append("")
-    bl.append_results(results, "\n".join(L) + "\n")
-    s.say("results appended to %s; logs in %s" % (results, s.logdir))
+    bl.finish(s, results, L, rows)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except bl.Die as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
-        sys.exit(1)
+    bl.run(main, PROG)

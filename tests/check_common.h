@@ -8,9 +8,11 @@
 #ifndef WEBHOOK_CHECK_COMMON_H
 #define WEBHOOK_CHECK_COMMON_H
 
+#include <ftw.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <check.h>
 
@@ -29,6 +31,37 @@ check_main(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? 0 : 1;
+}
+
+static inline int
+check_remove_one(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) == 0 ? 0 : -1;
+}
+
+/* check_main for programs whose tests work in one temporary directory:
+ * `dir` is a mkdtemp template ("/tmp/…-XXXXXX", made real here), removed
+ * with everything in it afterwards.  Exit status as check_main; 1 too when
+ * the directory cannot be made or removed. */
+static inline int
+check_main_in_tmpdir(Suite *(*suite)(void), char *dir)
+{
+	int rc;
+
+	if (mkdtemp(dir) == NULL) {
+		perror(dir);
+		return 1;
+	}
+	rc = check_main(suite());
+	if (nftw(dir, check_remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
+		perror(dir);
+		rc = 1;
+	}
+	return rc;
 }
 
 /* Does NUL-terminated `hay` (NULL allowed) contain `needle`? */

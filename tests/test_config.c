@@ -696,28 +696,8 @@ config_suite(void)
 	return s;
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) == 0 ? 0 : -1;
-}
-
 int
 main(void)
 {
-	int rc;
-
-	if (mkdtemp(confdir) == NULL) {
-		perror(confdir);
-		return 1;
-	}
-	rc = check_main(config_suite());
-	if (nftw(confdir, remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
-		perror(confdir);
-		rc = 1;
-	}
-	return rc;
+	return check_main_in_tmpdir(config_suite, confdir);
 }

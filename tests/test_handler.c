@@ -540,31 +540,13 @@ handler_suite(void)
 	return s;
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) == 0 ? 0 : -1;
-}
-
 int
 main(void)
 {
-	int rc;
-
 	/* As webhook-drain does: a handler that leaves its stdin unread
 	 * must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
-	if (sodium_init() < 0 || mkdtemp(tmpdir) == NULL) {
-		perror(tmpdir);
+	if (sodium_init() < 0)
 		return 1;
-	}
-	rc = check_main(handler_suite());
-	if (nftw(tmpdir, remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
-		perror(tmpdir);
-		rc = 1;
-	}
-	return rc;
+	return check_main_in_tmpdir(handler_suite, tmpdir);
 }

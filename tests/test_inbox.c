@@ -1649,28 +1649,10 @@ inbox_suite(void)
 	return s;
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) == 0 ? 0 : -1;
-}
-
 int
 main(void)
 {
-	int rc;
-
-	if (sodium_init() < 0 || mkdtemp(dir) == NULL) {
-		perror(dir);
+	if (sodium_init() < 0)
 		return 1;
-	}
-	rc = check_main(inbox_suite());
-	if (nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
-		perror(dir);
-		rc = 1;
-	}
-	return rc;
+	return check_main_in_tmpdir(inbox_suite, dir);
 }

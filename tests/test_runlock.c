@@ -264,28 +264,8 @@ runlock_suite(void)
 	return s;
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) == 0 ? 0 : -1;
-}
-
 int
 main(void)
 {
-	int rc;
-
-	if (mkdtemp(lockdir) == NULL) {
-		perror(lockdir);
-		return 1;
-	}
-	rc = check_main(runlock_suite());
-	if (nftw(lockdir, remove_one, 8, FTW_DEPTH | FTW_PHYS) == -1) {
-		perror(lockdir);
-		rc = 1;
-	}
-	return rc;
+	return check_main_in_tmpdir(runlock_suite, lockdir);
 }
