@@ -195,8 +195,10 @@ class TestFailure(DrainBase):
         row = self.state("slow")
         self.assertEqual((row["state"], row["failures"]), ("pending", 1))
         time.sleep(0.5)
-        out = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True,
-                             text=True).stdout.split()
+        # The handler's odd duration and -x (whole command line) keep
+        # other programs' sleeps on this machine out of the count.
+        out = subprocess.run(["pgrep", "-x", "-f", "sleep 59.917"],
+                             capture_output=True, text=True).stdout.split()
         self.assertEqual(out, [], "the handler's children survived")
 
     def test_per_object_hold_releases_on_done_and_on_dead(self):

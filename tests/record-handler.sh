@@ -22,8 +22,8 @@ fail_once)
 	fi ;;
 sleep)
 	# A background child too: the timeout must take the whole group.
-	(sleep 60; echo "orphan survived" >> "$RECORD.orphans") &
-	sleep 60 ;;
+	(sleep 59.917; echo "orphan survived" >> "$RECORD.orphans") &
+	sleep 59.917 ;;
 sleep_short)
 	sleep 3 ;;
 chatty)
