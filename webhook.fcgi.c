@@ -426,7 +426,11 @@ read_body(struct worker *st, struct request *r, size_t prefix,
 			break;
 		}
 	}
-	read_deadline(r, 0);
+	/* The connection closes after this request unless the server keeps
+	 * it for the next (FCGI_KEEP_CONN: nginx with fastcgi_keep_conn):
+	 * only then must the next request's reads wait without a limit. */
+	if (r->fcgi != NULL && r->fcgi->keepConnection)
+		read_deadline(r, 0);
 	return rc;
 }
 
@@ -611,8 +615,6 @@ find_self_conf(void)
 	}
 }
 
-/* Serialises FCGX_Accept_r, as libfcgi's threaded example does. */
-static pthread_mutex_t accept_mu = PTHREAD_MUTEX_INITIALIZER;
 /* SIGUSR2 interrupts a thread blocked in accept(2) at shutdown: it is
  * unblocked only around FCGX_Accept_r, so it never interrupts a request. */
 static sigset_t wake_set;
@@ -630,12 +632,14 @@ worker_main(void *arg)
 	struct request r;
 	int rc;
 
+	/* No mutex around FCGX_Accept_r (libfcgi's threaded example has one
+	 * for platforms whose accept(2) is not thread-safe; Linux's is): the
+	 * kernel wakes one blocked thread per connection, where a mutex cost
+	 * a second wake-up per request. */
 	for (;;) {
-		pthread_mutex_lock(&accept_mu);
 		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
 		rc = FCGX_Accept_r(&w->req);
 		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-		pthread_mutex_unlock(&accept_mu);
 		if (rc < 0)
 			break;
 		r.fcgi = &w->req;

@@ -5,24 +5,38 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <semaphore.h>
 #include <string.h>
 #include <time.h>
 
 #include "committer.h"
 
-/* One waiting delivery; lives on its request thread's stack. */
+/* One waiting delivery; lives on its request thread's stack.  The thread
+ * sleeps on its own semaphore (wake) until a leader has set `role`:
+ * DONE with the outcome in `status`, or LEAD when it is its turn to commit
+ * for everyone queued.  One targeted wake-up per delivery: a broadcast
+ * would wake every waiting thread per batch only to send most of them
+ * back to sleep (bench/RESULTS.md, issue 5). */
+enum role { WAIT, LEAD, DONE };
+
 struct pending {
 	const struct inbox_delivery	*d;
 	enum inbox_status		 status;
-	int				 done;
+	enum role			 role;	/* under mu, then read after wake */
+	sem_t				*wake;
 	struct buf			*err;
 	struct pending			*next;
 };
 
+/* Each request thread's semaphore, created on its first delivery.  It
+ * outlives every delivery of its thread, so a leader may post to it after
+ * the waiter has already returned (sem_post touches nothing after waking). */
+static _Thread_local sem_t thread_wake;
+static _Thread_local int thread_wake_ready;
+
 struct committer {
 	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;		/* a batch finished */
-	struct pending	*head, **tail;
+	struct pending	*head, **tail;	/* waiting, not yet in a batch */
 	int		 busy;		/* a leader is committing */
 	int		 broken;	/* reopen the writer (leader only) */
 	struct inbox	*writer;	/* used by the leader only */
@@ -87,7 +101,6 @@ committer_open(const char *path, const struct inbox_options *o,
 		return INBOX_FAILED;
 	}
 	pthread_mutex_init(&cm->mu, NULL);
-	pthread_cond_init(&cm->cv, NULL);
 	pthread_cond_init(&cm->ckpt_cv, NULL);
 	cm->tail = &cm->head;
 	wo.group_commit = 1;
@@ -131,7 +144,6 @@ committer_close(struct committer *cm)
 	inbox_close(cm->checkpointer);
 	inbox_close(cm->writer);
 	pthread_cond_destroy(&cm->ckpt_cv);
-	pthread_cond_destroy(&cm->cv);
 	pthread_mutex_destroy(&cm->mu);
 	free(cm->path);
 	free(cm);
@@ -185,26 +197,50 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 	return s;
 }
 
+/* Wait for our own semaphore: a leader posts it exactly once. */
+static void
+wait_turn(struct pending *me)
+{
+	while (sem_wait(me->wake) == -1 && errno == EINTR)
+		;
+}
+
 enum inbox_status
 committer_store(struct committer *cm, const struct inbox_delivery *d,
     struct buf *err)
 {
-	struct pending me = { d, INBOX_FAILED, 0, err, NULL };
+	struct pending me = { d, INBOX_FAILED, WAIT, &thread_wake, err, NULL };
 
+	if (!thread_wake_ready) {
+		if (sem_init(&thread_wake, 0, 0) == -1) {
+			buf_reset(err);
+			(void)buf_printf(err, "cannot create a semaphore: %s",
+			    strerror(errno));
+			return INBOX_FAILED;
+		}
+		thread_wake_ready = 1;
+	}
 	pthread_mutex_lock(&cm->mu);
 	*cm->tail = &me;
 	cm->tail = &me.next;
-	while (!me.done) {
-		struct pending *batch, *p, *last = NULL;
+	if (!cm->busy) {
+		cm->busy = 1;	/* the queue was empty: we are its head */
+		me.role = LEAD;
+	}
+	pthread_mutex_unlock(&cm->mu);
+	if (me.role != LEAD)
+		wait_turn(&me);
+	if (me.role == DONE)
+		return me.status;
+
+	/* Lead: we are at the head of the queue.  Take up to COMMITTER_BATCH
+	 * (our own delivery first), commit them, then hand the lead to
+	 * whoever queued meanwhile and wake the batch. */
+	{
+		struct pending *batch, *p, *last = NULL, *next_leader;
 		size_t n = 0;
 
-		if (cm->busy) {
-			pthread_cond_wait(&cm->cv, &cm->mu);
-			continue;
-		}
-		/* Lead: take up to COMMITTER_BATCH from the head of the queue
-		 * (our own delivery is among them or comes in a later batch). */
-		cm->busy = 1;
+		pthread_mutex_lock(&cm->mu);
 		batch = cm->head;
 		for (p = batch; p != NULL && n < COMMITTER_BATCH; p = p->next) {
 			last = p;
@@ -219,15 +255,29 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 		(void)commit_batch(cm, batch, n);
 
 		pthread_mutex_lock(&cm->mu);
-		for (p = batch; p != NULL; p = p->next)
-			p->done = 1;
-		cm->busy = 0;
+		next_leader = cm->head;
+		if (next_leader != NULL)
+			next_leader->role = LEAD;
+		else
+			cm->busy = 0;
 		if (cm->writer != NULL)
 			cm->wal_frames = inbox_wal_frames(cm->writer);
 		if (cm->ckpt_started)
 			pthread_cond_signal(&cm->ckpt_cv);
-		pthread_cond_broadcast(&cm->cv);
+		pthread_mutex_unlock(&cm->mu);
+
+		/* The next leader first: its batch is already waiting.  Read
+		 * each `next` before the post: a woken thread's pending is
+		 * gone the moment it returns. */
+		if (next_leader != NULL)
+			sem_post(next_leader->wake);
+		for (p = batch; p != NULL; p = last) {
+			last = p->next;
+			if (p == &me)
+				continue;
+			p->role = DONE;
+			sem_post(p->wake);
+		}
 	}
-	pthread_mutex_unlock(&cm->mu);
 	return me.status;
 }

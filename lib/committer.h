@@ -5,9 +5,13 @@
  * wait.  The first thread to find no commit in progress becomes the
  * leader: it takes every delivery queued so far (at most COMMITTER_BATCH),
  * stores them in ONE transaction and ONE sync of the WAL (inbox_store_batch
- * with group commit), records each one's outcome, and wakes the others.
- * While it commits, new deliveries queue up for the next leader, so the
- * batch grows with the load and a lone request waits for nobody.
+ * with group commit; the sync itself is shared with the other receiver
+ * processes, walsync.h), records each one's outcome, hands the lead to the
+ * first delivery queued meanwhile and wakes exactly the threads of its
+ * batch (one semaphore per thread: no broadcast that would wake every
+ * waiter to send most back to sleep).  While it commits, new deliveries
+ * queue up for the next leader, so the batch grows with the load and a
+ * lone request waits for nobody.
  *
  * A checkpointer thread with its own connection (synchronous=FULL) runs a
  * PASSIVE checkpoint whenever the WAL has grown by INBOX_CHECKPOINT_FRAMES

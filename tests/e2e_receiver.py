@@ -5,10 +5,13 @@ import re
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import threading
 import time
 import unittest
+
+import harness
 
 from harness import (SECRET_A, SECRET_B, FCGI, Sandbox, Lighttpd, FcgiProcess,
                      event_body, fingerprint, sign, signed_params, write_conf,
@@ -520,6 +523,49 @@ class TestDirect(unittest.TestCase):
         statuses = [self.p.finish(s, timeout=10, end_stdin=False)[0] for s in slow]
         self.assertEqual(statuses, [408] * 12)
         self.assertEqual([r["webhook_id"] for r in self.sb.rows()], ["msg_fast"])
+
+    def test_kept_connection_idle_past_body_timeout_serves_the_next(self):
+        # FCGI_KEEP_CONN (nginx's fastcgi_keep_conn on): the server reuses
+        # the connection.  The body's read limit must not outlive its
+        # request: the next request on the connection may come much later.
+        write_conf(self.sb.conf, database=self.sb.db, secret=SECRET_A,
+                   body_timeout="1s")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.p.path)
+        s.settimeout(10)
+        buf = b""
+        for n, pause in ((1, 0), (2, 2.5)):
+            time.sleep(pause)                       # idle, past body_timeout
+            mid = "msg_keep%d" % n
+            body = event_body(mid)
+            blob = b"".join(harness._nv(k.encode(), v.encode())
+                            for k, v in signed_params(SECRET_A, mid, body))
+            s.sendall(harness._record(harness.FCGI_BEGIN_REQUEST,
+                                      struct.pack(">HB5x", 1, 1), n) +   # KEEP_CONN
+                      harness._record(harness.FCGI_PARAMS, blob, n) +
+                      harness._record(harness.FCGI_PARAMS, b"", n) +
+                      harness._record(harness.FCGI_STDIN, body, n) +
+                      harness._record(harness.FCGI_STDIN, b"", n))
+            out = b""
+            while True:
+                while len(buf) < 8:
+                    chunk = s.recv(65536)
+                    self.assertTrue(chunk, "%s: connection closed" % mid)
+                    buf += chunk
+                _, rtype, rid, clen, plen = struct.unpack(">BBHHB", buf[:7])
+                while len(buf) < 8 + clen + plen:
+                    chunk = s.recv(65536)
+                    self.assertTrue(chunk, "%s: connection closed" % mid)
+                    buf += chunk
+                content, buf = buf[8:8 + clen], buf[8 + clen + plen:]
+                self.assertEqual(rid, n)
+                if rtype == harness.FCGI_STDOUT:
+                    out += content
+                elif rtype == harness.FCGI_END_REQUEST:
+                    break
+            self.assertTrue(out.startswith(b"Status: 200"), (mid, out))
+        s.close()
+        self.assertEqual(self.sb.count(), 2)
 
     def test_sigterm_when_idle_exits_within_a_second(self):
         body = event_body("msg_idle")
