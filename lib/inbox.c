@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "inbox.h"
+#include "walsync.h"
 
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
@@ -44,6 +45,7 @@ struct inbox {
 	ino_t		 db_ino, wal_ino;
 	int		 ckpt_frames;	/* wal_frames at the last checkpoint try */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
+	struct walsync	*ws;		/* group commit: syncs shared across processes */
 };
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
@@ -297,6 +299,31 @@ same_files(struct inbox *ib)
 	return sb.st_dev == ib->wal_dev && sb.st_ino == ib->wal_ino;
 }
 
+static int
+sync_cb(void *arg)
+{
+	return sync_wal(arg);
+}
+
+static int
+live_cb(void *arg)
+{
+	return same_files(arg);
+}
+
+/*
+ * Group commit, after COMMIT returned: return once a sync of the WAL that
+ * began after this commit has completed — ours, or another receiver
+ * process's (walsync.h).  A commit that only met duplicates is synced
+ * too: the first copy may be another process's commit whose own sync has
+ * not finished yet.  Returns SQLITE_OK or the sync's error.
+ */
+static int
+make_durable(struct inbox *ib)
+{
+	return walsync_commit(ib->ws, sync_cb, live_cb, ib);
+}
+
 /* Run a one-row PRAGMA and tell whether its text answer is "wal". */
 static int
 journal_pragma(struct inbox *ib, const char *sql)
@@ -449,6 +476,10 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 			goto out;
 		}
 		sqlite3_wal_hook(ib->db, wal_hook, ib);
+		/* Without the shared counters each process syncs for itself:
+		 * slower, never wrong.  Say why once per open. */
+		if (walsync_open(path, &ib->ws, err) == -1)
+			log_msg("inbox: %s (each process syncs alone)", err->data);
 	}
 	if ((s = apply_schema(ib, err)) != INBOX_OK)
 		goto out;
@@ -501,6 +532,7 @@ inbox_close(struct inbox *ib)
 	sqlite3_finalize(ib->rollback);
 	sqlite3_finalize(ib->insert);
 	sqlite3_close(ib->db);
+	walsync_close(ib->ws);
 	free(ib->path);
 	free(ib);
 }
@@ -532,10 +564,8 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
 	    (rc = commit(ib)) != SQLITE_OK)
 		return txn_fail(ib, NULL, err, "storing the event", rc);
-	/* Group commit: the sync happens outside the lock.  A duplicate is
-	 * synced too: its first copy may be another process's commit whose
-	 * own sync has not finished yet. */
-	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
+	/* Group commit: the sync happens outside the lock. */
+	if (ib->group_commit && (rc = make_durable(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "syncing the WAL", rc);
 	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
 }
@@ -915,7 +945,7 @@ inbox_store_batch(struct inbox *ib, const struct inbox_delivery *d, size_t n,
 	}
 	if ((rc = commit(ib)) != SQLITE_OK)
 		goto fail;
-	if (ib->group_commit && (rc = sync_wal(ib)) != SQLITE_OK)
+	if (ib->group_commit && (rc = make_durable(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "syncing the WAL", rc);
 	if (ib->group_commit && !same_files(ib)) {
 		buf_reset(err);

@@ -52,41 +52,46 @@ def check_acks(test, calls, tgid_of, ids, duplicates):
     """Issue 5's rule, per request, with the request found by its
     webhook-id: the thread that read "HTTP_WEBHOOK_ID<id>" answers 200
     later; the first WAL write holding the id (the row, in its batch) must
-    be followed by a WAL sync in the same process that STARTS after that
-    write and ENDS before the 200.  A duplicate writes nothing: some WAL
-    sync of its process must run between its arrival and its answer.
-    Returns the number of 200s checked."""
+    be followed by a sync of the WAL that STARTS after that write ended and
+    ENDS before the 200.  The sync may be another worker's: receivers share
+    syncs (lib/walsync.h), and a sync covers every write to the file that
+    came before it, whoever wrote it (all workers write the one -wal file;
+    strace's clock is the machine's).  A duplicate is held to the same rule
+    against its first copy's write, and must also see a sync begin after
+    it arrived.  Returns (200s checked, how many of them were covered by
+    another process's sync only)."""
     syncs = [c for c in calls if c[3] in ("fdatasync", "fsync") and c[4].endswith("-wal")]
     for c in syncs:
         test.assertIn("= 0", c[5], "a WAL sync failed")
-    checked = 0
+    test.assertEqual(len({c[4] for c in syncs}), 1, "syncs of more than one WAL file")
+    checked = shared = 0
     for mid in ids:
         token = "HTTP_WEBHOOK_ID" + mid
         arrivals = [c for c in calls if c[3] in ("read", "recvfrom") and token in c[5]]
         test.assertTrue(arrivals, "no traced read of %s's parameters" % mid)
+        first = next((c for c in calls if c[3] in ("pwrite64", "pwritev")
+                      and c[4].endswith("-wal") and mid in c[5]), None)
+        test.assertIsNotNone(first, "%s: its row was never seen written" % mid)
         for arr in arrivals:
             tid, proc = arr[0], tgid_of[arr[0]]
             ack = next((c for c in calls if c[0] == tid and c[1] > arr[1] and
                         c[3] in ("write", "sendmsg", "writev") and "Status: 200" in c[5]),
                        None)
             test.assertIsNotNone(ack, "%s: no 200 after its arrival" % mid)
+            covering = [s for s in syncs if s[1] > first[2] and s[2] < ack[1]]
+            test.assertTrue(covering, "%s: answered 200 before a WAL sync that "
+                            "began after its row was written had completed" % mid)
             if mid in duplicates and arr is not arrivals[0]:
-                ok = any(tgid_of[s[0]] == proc and arr[1] < s[1] and s[2] < ack[1]
-                         for s in syncs)
-                test.assertTrue(ok, "%s (duplicate): answered with no WAL sync "
-                                "between its arrival and its 200" % mid)
+                test.assertTrue(any(s[1] > arr[1] for s in covering),
+                                "%s (duplicate): no WAL sync began between its "
+                                "arrival and its 200" % mid)
             else:
-                first = next((c for c in calls if c[3] in ("pwrite64", "pwritev")
-                              and c[4].endswith("-wal") and mid in c[5]), None)
-                test.assertIsNotNone(first, "%s: its row was never seen written" % mid)
                 test.assertEqual(tgid_of[first[0]], proc,
                                  "%s: stored by another process" % mid)
-                ok = any(tgid_of[s[0]] == proc and s[1] > first[2] and s[2] < ack[1]
-                         for s in syncs)
-                test.assertTrue(ok, "%s: answered 200 before a WAL sync that began "
-                                "after its row was written had completed" % mid)
+            if not any(tgid_of[s[0]] == proc for s in covering):
+                shared += 1
             checked += 1
-    return checked
+    return checked, shared
 
 
 @unittest.skipIf(SANITIZED, "strace traces the plain build")
@@ -148,7 +153,10 @@ class TestDurability(unittest.TestCase):
         calls = parse_trace(out)
         dups = {mid for n, mid in enumerate(ids) if n % 4 == 0}
         # 200 new + 50 duplicates, every one checked.
-        self.assertEqual(check_acks(self, calls, tgid_of, ids, dups), 250)
+        checked, shared = check_acks(self, calls, tgid_of, ids, dups)
+        self.assertEqual(checked, 250)
+        print("\n  %d of 250 answers were covered by another worker's sync"
+              % shared, end=" ")
         writers = {tgid_of[c[0]] for c in calls if c[3] == "pwrite64"}
         self.assertGreaterEqual(len(writers), 2,
                                 "the load did not spread over several workers")

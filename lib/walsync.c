@@ -1,0 +1,208 @@
+/*
+ * walsync: one WAL sync shared by every receiver process.  See walsync.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "walsync.h"
+
+#define WALSYNC_MAGIC	0x31434e5953574857ULL	/* "WHWSYNC1", little-endian */
+#define WALSYNC_SIZE	4096
+
+/* The shared page.  Plain 64-bit words used only through __atomic builtins
+ * (lock-free on every platform this runs on: a MAP_SHARED mapping). */
+struct shared {
+	uint64_t	magic;
+	uint64_t	committed;	/* last ticket handed out */
+	uint64_t	synced;		/* every ticket ≤ this is durable */
+	uint32_t	gen;		/* futex word: bumped after every sync */
+	uint32_t	pad;
+	int64_t		sync_started;	/* CLOCK_MONOTONIC ns: the current or last
+					 * sync's start (the clock is system-wide) */
+};
+
+struct walsync {
+	int		 fd;
+	struct shared	*sh;
+};
+
+int
+walsync_open(const char *database, struct walsync **out, struct buf *err)
+{
+	char real[PATH_MAX];
+	struct walsync *ws = NULL;
+	struct stat sb;
+	struct buf path;
+	uint64_t zero = 0;
+	void *map;
+	int fd = -1;
+
+	*out = NULL;
+	buf_init(&path, 8192);
+	if (realpath(database, real) != NULL)
+		database = real;
+	if (buf_printf(&path, "%s.wal-sync", database) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: path too long", database);
+		goto fail;
+	}
+	fd = open(path.data, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0660);
+	if (fd == -1 || fstat(fd, &sb) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
+		goto fail;
+	}
+	/* Two users may run receivers (FastCGI and plain CGI under suEXEC):
+	 * give the group its share whatever the umask.  Fails harmlessly
+	 * when another user owns the file. */
+	(void)fchmod(fd, 0660);
+	/* Every opener extends it: the new bytes are zeros, a valid state. */
+	if (sb.st_size < WALSYNC_SIZE && ftruncate(fd, WALSYNC_SIZE) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
+		goto fail;
+	}
+	map = mmap(NULL, WALSYNC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
+		goto fail;
+	}
+	if ((ws = calloc(1, sizeof *ws)) == NULL) {
+		munmap(map, WALSYNC_SIZE);
+		buf_reset(err);
+		(void)buf_printf(err, "%s: out of memory", path.data);
+		goto fail;
+	}
+	ws->fd = fd;
+	ws->sh = map;
+	/* A new file gets its magic; anything else that is not ours is left
+	 * alone (and not trusted). */
+	(void)__atomic_compare_exchange_n(&ws->sh->magic, &zero, WALSYNC_MAGIC,
+	    0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ws->sh->magic, __ATOMIC_SEQ_CST) != WALSYNC_MAGIC) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: not a wal-sync file (remove it)",
+		    path.data);
+		walsync_close(ws);
+		buf_free(&path);
+		return -1;
+	}
+	buf_free(&path);
+	*out = ws;
+	return 0;
+fail:
+	if (fd != -1)
+		close(fd);
+	buf_free(&path);
+	return -1;
+}
+
+void
+walsync_close(struct walsync *ws)
+{
+	if (ws == NULL)
+		return;
+	munmap(ws->sh, WALSYNC_SIZE);
+	close(ws->fd);
+	free(ws);
+}
+
+/* The syncer's lock: an OFD lock on the file's first byte.  Returns 0
+ * (ours), 1 (another process holds it) or -1. */
+static int
+syncer_lock(struct walsync *ws, short type)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = 0;
+	fl.l_len = 1;
+	if (fcntl(ws->fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return errno == EAGAIN || errno == EACCES ? 1 : -1;
+}
+
+/* Sleep until the sync generation moves past `gen`, or `ms` passed.
+ * Returns 0 when it moved (or a spurious wake-up), -1 on timeout. */
+static int
+wait_gen(struct walsync *ws, uint32_t gen, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	if (syscall(SYS_futex, &ws->sh->gen, FUTEX_WAIT, gen, &ts, NULL, 0) == -1 &&
+	    errno == ETIMEDOUT)
+		return -1;
+	return 0;
+}
+
+int
+walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
+    void *arg)
+{
+	struct shared *sh;
+	uint64_t ticket, upto, cur;
+	int rc, is_live;
+
+	if (ws == NULL)
+		return sync(arg);
+	sh = ws->sh;
+	/* Our frames are written (COMMIT returned): take a ticket. */
+	ticket = __atomic_add_fetch(&sh->committed, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		int64_t started, age;
+		uint32_t gen;
+
+		if (__atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST) >= ticket)
+			return 0;
+		gen = __atomic_load_n(&sh->gen, __ATOMIC_SEQ_CST);
+		if ((rc = syncer_lock(ws, F_WRLCK)) == 0)
+			break;
+		if (rc == -1)
+			return sync(arg);	/* no lock: sync alone, always right */
+		/* Another process is syncing and may cover us — unless its
+		 * sync is older than WALSYNC_WAIT_MS (a stopped or stuck
+		 * process): then we sync alone at once, every time, instead of
+		 * waiting for it again and again. */
+		started = __atomic_load_n(&sh->sync_started, __ATOMIC_SEQ_CST);
+		age = (util_mono_ns() - started) / 1000000;
+		if (age < 0 || age >= WALSYNC_WAIT_MS ||
+		    wait_gen(ws, gen, (int)(WALSYNC_WAIT_MS - age)) == -1)
+			return sync(arg);
+	}
+	/* We are the syncer.  The previous one may have covered us. */
+	if (__atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST) >= ticket) {
+		(void)syncer_lock(ws, F_UNLCK);
+		return 0;
+	}
+	/* Read before the sync starts: every ticket up to `upto` was taken
+	 * after its frames were written, so this sync covers them — if our
+	 * WAL is the file they were written to (else it covers only us). */
+	__atomic_store_n(&sh->sync_started, util_mono_ns(), __ATOMIC_SEQ_CST);
+	is_live = live(arg);
+	upto = __atomic_load_n(&sh->committed, __ATOMIC_SEQ_CST);
+	rc = sync(arg);
+	if (!is_live)
+		upto = 0;
+	if (rc == 0 && upto > 0) {
+		cur = __atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST);
+		while (cur < upto && !__atomic_compare_exchange_n(&sh->synced,
+		    &cur, upto, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			;
+	}
+	__atomic_add_fetch(&sh->gen, 1, __ATOMIC_SEQ_CST);
+	(void)syscall(SYS_futex, &sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	(void)syncer_lock(ws, F_UNLCK);
+	return rc;
+}

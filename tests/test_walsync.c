@@ -1,0 +1,408 @@
+/*
+ * test_walsync: lib/walsync.c — receiver processes share WAL syncs
+ * (issue 5).  The rule under test: a commit returns only after a sync that
+ * STARTED after its ticket was taken has completed, its own or another
+ * process's; never waits long for a slow or dead syncer; never trusts a
+ * sync that failed or a file it does not recognise.  The "sync" here is a
+ * callback that counts its calls in shared memory (and may sleep, fail or
+ * be killed), so each scenario is exact; the real fdatasync is exercised
+ * by tests/e2e_durability.py.  Files live in one mkdtemp directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+#include "lib/walsync.h"
+#include "tests/check_common.h"
+
+static char dir[] = "/tmp/webhook-test-walsync-XXXXXX";
+
+/* Shared between the test's processes. */
+struct counters {
+	int	syncs;		/* sync callbacks that ran, all processes */
+	int	started;	/* syncs begun (the slow syncer raises it first) */
+};
+
+static struct counters *ctr;
+
+/* What the sync callback does, per process. */
+static int sync_sleep_ms;	/* sleep this long inside the sync */
+static int sync_result;		/* return this */
+
+static int
+fake_sync(void *arg)
+{
+	(void)arg;
+	__atomic_add_fetch(&ctr->started, 1, __ATOMIC_SEQ_CST);
+	if (sync_sleep_ms > 0)
+		usleep((useconds_t)sync_sleep_ms * 1000);
+	__atomic_add_fetch(&ctr->syncs, 1, __ATOMIC_SEQ_CST);
+	return sync_result;
+}
+
+static int
+is_live(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static void
+db_path(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s.db", dir, name);
+}
+
+static struct walsync *
+open_ok(const char *db)
+{
+	struct walsync *ws = NULL;
+	struct buf err;
+
+	buf_init(&err, 4096);
+	ck_assert_msg(walsync_open(db, &ws, &err) == 0, "walsync_open: %s",
+	    err.data ? err.data : "");
+	buf_free(&err);
+	return ws;
+}
+
+static void
+setup(void)
+{
+	ctr = mmap(NULL, sizeof *ctr, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(ctr, MAP_FAILED);
+	memset(ctr, 0, sizeof *ctr);
+	sync_sleep_ms = 0;
+	sync_result = 0;
+}
+
+static void
+wait_started(int n)
+{
+	int i;
+
+	for (i = 0; i < 2000 && __atomic_load_n(&ctr->started, __ATOMIC_SEQ_CST) < n; i++)
+		usleep(1000);
+	ck_assert_int_ge(ctr->started, n);
+}
+
+static int64_t
+ms_since(int64_t t0)
+{
+	return (util_mono_ns() - t0) / 1000000;
+}
+
+/* Alone, every commit gets its own sync: nothing else can cover it. */
+START_TEST(alone_each_commit_syncs)
+{
+	char db[256];
+	struct walsync *ws;
+	int i;
+
+	setup();
+	db_path(db, sizeof db, "alone");
+	ws = open_ok(db);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 5);
+	walsync_close(ws);
+}
+END_TEST
+
+/*
+ * Three processes commit while a fourth's sync runs.  That sync read the
+ * counter before they committed, so it covers none of them; when it ends,
+ * ONE of them syncs for all three.  Four syncs for four commits would mean
+ * no sharing; three for four would mean a commit trusted a sync that began
+ * before it.
+ */
+START_TEST(commits_during_a_sync_share_the_next)
+{
+	char db[256];
+	struct walsync *ws;
+	pid_t kids[3];
+	int i, status;
+
+	setup();
+	db_path(db, sizeof db, "share");
+	ws = open_ok(db);
+	for (i = 0; i < 3; i++) {
+		if ((kids[i] = fork()) == 0) {
+			struct walsync *mine = open_ok(db);
+			wait_started(1);	/* the parent's sync is running */
+			_exit(walsync_commit(mine, fake_sync, is_live, NULL) == 0 ? 0 : 1);
+		}
+	}
+	sync_sleep_ms = 100;	/* < WALSYNC_WAIT_MS: they wait for it */
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ck_assert_int_eq(ctr->syncs, 2);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A syncer that hangs (here: sleeps 3 s) holds nobody up for longer than
+ * WALSYNC_WAIT_MS: the others sync by themselves. */
+START_TEST(a_hung_syncer_stalls_nobody)
+{
+	char db[256];
+	struct walsync *ws;
+	int64_t t0;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "hung");
+	if ((kid = fork()) == 0) {
+		struct walsync *mine = open_ok(db);
+		sync_sleep_ms = 3000;
+		(void)walsync_commit(mine, fake_sync, is_live, NULL);
+		_exit(0);
+	}
+	ws = open_ok(db);
+	wait_started(1);
+	t0 = util_mono_ns();
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_lt(ms_since(t0), 1000);
+	ck_assert_int_eq(ctr->syncs, 1);	/* ours; the child's still sleeps */
+	kill(kid, SIGKILL);
+	waitpid(kid, &status, 0);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A syncer killed mid-sync: the kernel drops its lock, the next commit
+ * syncs by itself (it must not count the dead one's sync as done). */
+START_TEST(a_killed_syncer_covers_nobody)
+{
+	char db[256];
+	struct walsync *ws;
+	int64_t t0;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "killed");
+	if ((kid = fork()) == 0) {
+		struct walsync *mine = open_ok(db);
+		sync_sleep_ms = 10000;
+		(void)walsync_commit(mine, fake_sync, is_live, NULL);
+		_exit(0);
+	}
+	ws = open_ok(db);
+	wait_started(1);
+	kill(kid, SIGKILL);
+	waitpid(kid, &status, 0);
+	t0 = util_mono_ns();
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_lt(ms_since(t0), 1000);
+	ck_assert_int_eq(ctr->syncs, 1);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A failed sync is passed on and covers nobody: the next commit syncs. */
+START_TEST(a_failed_sync_covers_nobody)
+{
+	char db[256];
+	struct walsync *ws;
+
+	setup();
+	db_path(db, sizeof db, "failed");
+	ws = open_ok(db);
+	sync_result = 10;	/* SQLITE_IOERR */
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 10);
+	sync_result = 0;
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 2);
+	walsync_close(ws);
+}
+END_TEST
+
+/*
+ * A syncer whose WAL is no longer the file at the database's path (moved,
+ * deleted) covers nobody else.  The `live` callback runs while the syncer
+ * holds the lock, just before it reads the counter: there a child commits
+ * (its ticket shows in the file) and waits.  A live syncer then covers the
+ * child (one sync in all); a dead one must not (two).
+ */
+static char live_db[256];
+static pid_t live_kid;
+
+/* The `committed` counter, read straight from the file (second word). */
+static uint64_t
+committed_in_file(const char *db)
+{
+	char path[300];
+	uint64_t v = 0;
+	int fd;
+
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &v, sizeof v, 8), (ssize_t)sizeof v);
+	close(fd);
+	return v;
+}
+
+static int
+child_commits_then(int answer)
+{
+	int i;
+
+	if ((live_kid = fork()) == 0) {
+		struct walsync *mine = open_ok(live_db);
+		sync_result = 0;	/* the child's own sync works */
+		_exit(walsync_commit(mine, fake_sync, is_live, NULL) == 0 ? 0 : 1);
+	}
+	for (i = 0; i < 2000 && committed_in_file(live_db) < 2; i++)
+		usleep(1000);
+	ck_assert_int_eq(committed_in_file(live_db), 2);
+	return answer;
+}
+
+static int
+live_after_child(void *arg)
+{
+	(void)arg;
+	return child_commits_then(1);
+}
+
+static int
+dead_after_child(void *arg)
+{
+	(void)arg;
+	return child_commits_then(0);
+}
+
+static void
+syncer_with_child(const char *name, int (*live)(void *), int want_syncs)
+{
+	struct walsync *ws;
+	int status;
+
+	setup();
+	db_path(live_db, sizeof live_db, name);
+	ws = open_ok(live_db);
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, live, NULL), 0);
+	ck_assert_int_eq(waitpid(live_kid, &status, 0), live_kid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(ctr->syncs, want_syncs);
+	walsync_close(ws);
+}
+
+START_TEST(a_live_syncer_covers_earlier_tickets)
+{
+	syncer_with_child("livewal", live_after_child, 1);
+}
+END_TEST
+
+START_TEST(a_dead_wal_covers_nobody)
+{
+	syncer_with_child("deadwal", dead_after_child, 2);
+}
+END_TEST
+
+/* Same, with a live WAL whose sync fails: the syncer gets the error, the
+ * child must not count that sync as its own (two syncs). */
+START_TEST(a_failed_sync_covers_nobody_else)
+{
+	struct walsync *ws;
+	int status;
+
+	setup();
+	db_path(live_db, sizeof live_db, "failwal");
+	ws = open_ok(live_db);
+	sync_result = 10;	/* SQLITE_IOERR, in this process only */
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, live_after_child, NULL), 10);
+	ck_assert_int_eq(waitpid(live_kid, &status, 0), live_kid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(ctr->syncs, 2);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A file that is not ours is refused with its name; NULL syncs alone. */
+START_TEST(a_foreign_file_is_refused)
+{
+	char db[256], path[300];
+	struct walsync *ws = NULL;
+	struct buf err;
+	int fd;
+
+	setup();
+	db_path(db, sizeof db, "foreign");
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "not ours", 8), 8);
+	close(fd);
+	buf_init(&err, 4096);
+	ck_assert_int_eq(walsync_open(db, &ws, &err), -1);
+	ck_assert_ptr_null(ws);
+	ck_assert_msg(strstr(err.data, "wal-sync") != NULL, "%s", err.data);
+	buf_free(&err);
+	ck_assert_int_eq(walsync_commit(NULL, fake_sync, is_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 1);
+}
+END_TEST
+
+/* Created 0660 whatever the umask: the other user's receivers share it. */
+START_TEST(created_group_writable)
+{
+	char db[256], path[300];
+	struct walsync *ws;
+	struct stat sb;
+	mode_t old;
+
+	setup();
+	db_path(db, sizeof db, "mode");
+	old = umask(077);
+	ws = open_ok(db);
+	umask(old);
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0660);
+	walsync_close(ws);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("walsync");
+	TCase *tc = tcase_create("walsync");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, alone_each_commit_syncs);
+	tcase_add_test(tc, commits_during_a_sync_share_the_next);
+	tcase_add_test(tc, a_hung_syncer_stalls_nobody);
+	tcase_add_test(tc, a_killed_syncer_covers_nobody);
+	tcase_add_test(tc, a_failed_sync_covers_nobody);
+	tcase_add_test(tc, a_live_syncer_covers_earlier_tickets);
+	tcase_add_test(tc, a_dead_wal_covers_nobody);
+	tcase_add_test(tc, a_failed_sync_covers_nobody_else);
+	tcase_add_test(tc, a_foreign_file_is_refused);
+	tcase_add_test(tc, created_group_writable);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return check_main_in_tmpdir(suite, dir);
+}
