@@ -82,11 +82,12 @@ function done(summary, latency, requests)
 	local e = summary.errors
 	io.write(string.format(
 	    "BENCH requests=%d sent=%d loaded=%d duration_us=%d rps=%.1f " ..
-	    "p50_us=%d p90_us=%d p99_us=%d max_us=%d non2xx=%d connect=%d " ..
+	    "p50_us=%d p90_us=%d p99_us=%d p999_us=%d max_us=%d non2xx=%d connect=%d " ..
 	    "read=%d write=%d timeout=%d exhausted=%d\n",
 	    summary.requests, sent, loaded, summary.duration,
 	    summary.requests / (summary.duration / 1e6),
 	    latency:percentile(50), latency:percentile(90),
-	    latency:percentile(99), latency.max, e.status, e.connect, e.read,
+	    latency:percentile(99), latency:percentile(99.9), latency.max,
+	    e.status, e.connect, e.read,
 	    e.write, e.timeout, exhausted))
 end
