@@ -134,6 +134,24 @@ syncer_lock(struct walsync *ws, short type)
 	return errno == EAGAIN || errno == EACCES ? 1 : -1;
 }
 
+/*
+ * Give up the syncer's lock and wake everyone waiting for it.  Unlock
+ * first, then move the generation: a waiter that found the lock held has
+ * read the old generation, so it either sleeps on it and is woken here, or
+ * sees it moved and tries the lock again.  (The other order let a waiter
+ * read the new generation, still find the lock held, and sleep out
+ * WALSYNC_WAIT_MS for a wake-up already sent: test_walsync's
+ * no_commit_sleeps_past_a_finished_sync.)  Also after a turn that needed
+ * no sync: whoever queued behind it must not sleep for one.
+ */
+static void
+syncer_release(struct walsync *ws)
+{
+	(void)syncer_lock(ws, F_UNLCK);
+	__atomic_add_fetch(&ws->sh->gen, 1, __ATOMIC_SEQ_CST);
+	(void)syscall(SYS_futex, &ws->sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Sleep until the sync generation moves past `gen`, or `ms` passed.
  * Returns 0 when it moved (or a spurious wake-up), -1 on timeout. */
 static int
@@ -183,7 +201,7 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 	}
 	/* We are the syncer.  The previous one may have covered us. */
 	if (__atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST) >= ticket) {
-		(void)syncer_lock(ws, F_UNLCK);
+		syncer_release(ws);	/* and wake who queued behind us */
 		return 0;
 	}
 	/* Read before the sync starts: every ticket up to `upto` was taken
@@ -201,8 +219,6 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 		    &cur, upto, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			;
 	}
-	__atomic_add_fetch(&sh->gen, 1, __ATOMIC_SEQ_CST);
-	(void)syscall(SYS_futex, &sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	(void)syncer_lock(ws, F_UNLCK);
+	syncer_release(ws);
 	return rc;
 }

@@ -49,6 +49,16 @@ fake_sync(void *arg)
 	return sync_result;
 }
 
+/* A sync of 0.2 ms, the order of a real one on an SSD. */
+static int
+slow_sync(void *arg)
+{
+	(void)arg;
+	usleep(200);
+	__atomic_add_fetch(&ctr->syncs, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 static int
 is_live(void *arg)
 {
@@ -335,6 +345,55 @@ START_TEST(a_failed_sync_covers_nobody_else)
 }
 END_TEST
 
+/*
+ * Liveness under contention: three processes commit 400 times each with a
+ * 0.2 ms sync.  No commit may sleep for a wake-up that already happened:
+ * a waiter that read the generation counter before the syncer bumped it
+ * but found the lock still held used to sleep out the whole
+ * WALSYNC_WAIT_MS.  Every commit must end well before that (the bound is
+ * WALSYNC_WAIT_MS itself, far above a healthy commit's time here, so only
+ * a missed wake-up, not a slow machine, reaches it).
+ */
+START_TEST(no_commit_sleeps_past_a_finished_sync)
+{
+	char db[256];
+	pid_t kids[3];
+	int i, status, slow = 0;
+
+	setup();
+	db_path(db, sizeof db, "liveness");
+	for (i = 0; i < 3; i++) {
+		if ((kids[i] = fork()) == 0) {
+			struct walsync *mine = open_ok(db);
+			int n, late = 0;
+
+			sync_sleep_ms = 0;
+			for (n = 0; n < 400; n++) {
+				int64_t t0;
+
+				usleep(200);	/* work between commits */
+				t0 = util_mono_ns();
+				if (walsync_commit(mine, slow_sync, is_live, NULL) != 0)
+					_exit(2);
+				if (ms_since(t0) >= WALSYNC_WAIT_MS)
+					late++;
+			}
+			_exit(late > 0 ? 1 : 0);
+		}
+	}
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_ne(WEXITSTATUS(status), 2);
+		slow += WEXITSTATUS(status);
+	}
+	ck_assert_msg(slow == 0, "%d of 3 processes had a commit wait %d ms "
+	    "or more for a sync that had already ended", slow, WALSYNC_WAIT_MS);
+	ck_assert_int_gt(ctr->syncs, 0);
+	ck_assert_int_lt(ctr->syncs, 1200);	/* and they did share */
+}
+END_TEST
+
 /* A file that is not ours is refused with its name; NULL syncs alone. */
 START_TEST(a_foreign_file_is_refused)
 {
@@ -395,6 +454,7 @@ suite(void)
 	tcase_add_test(tc, a_live_syncer_covers_earlier_tickets);
 	tcase_add_test(tc, a_dead_wal_covers_nobody);
 	tcase_add_test(tc, a_failed_sync_covers_nobody_else);
+	tcase_add_test(tc, no_commit_sleeps_past_a_finished_sync);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
 	suite_add_tcase(s, tc);
