@@ -165,6 +165,21 @@ wait_gen(struct walsync *ws, uint32_t gen, int ms)
 	return 0;
 }
 
+/*
+ * Has a completed sync covered `ticket`?  `synced` is only ever set to a
+ * value `committed` had, so synced > committed means the file was damaged
+ * or written by something else: then nothing is covered (each process
+ * syncs alone) rather than acknowledging unsynced commits.
+ */
+static int
+covered(struct shared *sh, uint64_t ticket)
+{
+	uint64_t synced = __atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST);
+
+	return synced >= ticket &&
+	    synced <= __atomic_load_n(&sh->committed, __ATOMIC_SEQ_CST);
+}
+
 int
 walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
     void *arg)
@@ -182,7 +197,7 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 		int64_t started, age;
 		uint32_t gen;
 
-		if (__atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST) >= ticket)
+		if (covered(sh, ticket))
 			return 0;
 		gen = __atomic_load_n(&sh->gen, __ATOMIC_SEQ_CST);
 		if ((rc = syncer_lock(ws, F_WRLCK)) == 0)
@@ -200,7 +215,7 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 			return sync(arg);
 	}
 	/* We are the syncer.  The previous one may have covered us. */
-	if (__atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST) >= ticket) {
+	if (covered(sh, ticket)) {
 		syncer_release(ws);	/* and wake who queued behind us */
 		return 0;
 	}

@@ -394,6 +394,30 @@ START_TEST(no_commit_sleeps_past_a_finished_sync)
 }
 END_TEST
 
+/* A damaged file that claims more is synced than was ever committed
+ * covers nobody: each commit syncs. */
+START_TEST(synced_beyond_committed_is_not_trusted)
+{
+	char db[256], path[300];
+	struct walsync *ws;
+	uint64_t big = 1000000;
+	int fd, i;
+
+	setup();
+	db_path(db, sizeof db, "damaged");
+	ws = open_ok(db);
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, &big, sizeof big, 16), (ssize_t)sizeof big);	/* synced */
+	close(fd);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 3);
+	walsync_close(ws);
+}
+END_TEST
+
 /* A file that is not ours is refused with its name; NULL syncs alone. */
 START_TEST(a_foreign_file_is_refused)
 {
@@ -455,6 +479,7 @@ suite(void)
 	tcase_add_test(tc, a_dead_wal_covers_nobody);
 	tcase_add_test(tc, a_failed_sync_covers_nobody_else);
 	tcase_add_test(tc, no_commit_sleeps_past_a_finished_sync);
+	tcase_add_test(tc, synced_beyond_committed_is_not_trusted);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
 	suite_add_tcase(s, tc);
