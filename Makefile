@@ -77,8 +77,13 @@ test-all: test-build san static
 	tests/run
 
 bench: deps
-	$(MAKE) all
+	$(MAKE) all $(B)/bench/commit_cost
 	bench/run
+
+# The inbox's cost per stored row by batch size (bench/run runs it).
+$(B)/bench/commit_cost: bench/commit_cost.c $(B)/libwebhook.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS)
 
 demo: deps
 	$(MAKE) all
