@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "committer.h"
+#include "walsync.h"
 
 /* One waiting delivery; lives on its request thread's stack.  The thread
  * sleeps on its own semaphore (wake) until a leader has set `role`:
@@ -47,6 +48,7 @@ struct committer {
 	int		 ckpt_stop;
 	int		 wal_frames;	/* writer's WAL size, for the checkpointer */
 	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
+	struct walsync	*role;		/* the checkpointer's role (walsync.h) */
 	char		*path;
 	struct inbox_options wo;	/* the writer's, to reopen it */
 };
@@ -69,7 +71,11 @@ checkpointer_main(void *arg)
 		if (frames - last >= INBOX_CHECKPOINT_FRAMES) {
 			last = frames;
 			pthread_mutex_unlock(&cm->mu);
-			if (inbox_checkpoint(cm->checkpointer, &err) != INBOX_OK)
+			/* One receiver process checkpoints at a time; the others
+			 * skip their turn (walsync_checkpointer: SQLite's
+			 * WAL-reset race).  Without the role file: everyone. */
+			if ((cm->role == NULL || walsync_checkpointer(cm->role) != 0) &&
+			    inbox_checkpoint(cm->checkpointer, &err) != INBOX_OK)
 				log_msg("inbox: %s", err.data);
 			pthread_mutex_lock(&cm->mu);
 			continue;
@@ -114,6 +120,10 @@ committer_open(const char *path, const struct inbox_options *o,
 	if (o->group_commit && o->synchronous == CONFIG_SYNC_FULL) {
 		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
 			goto fail;
+		/* Its own open file description: the role's lock is this
+		 * committer's, not the writer's (which may be reopened). */
+		if (walsync_open(path, &cm->role, err) == -1)
+			log_msg("inbox: %s (every process checkpoints)", err->data);
 		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
 			buf_reset(err);
 			(void)buf_printf(err, "%s: cannot start the checkpointer", path);
@@ -143,6 +153,7 @@ committer_close(struct committer *cm)
 	}
 	inbox_close(cm->checkpointer);
 	inbox_close(cm->writer);
+	walsync_close(cm->role);
 	pthread_cond_destroy(&cm->ckpt_cv);
 	pthread_mutex_destroy(&cm->mu);
 	free(cm->path);
@@ -180,7 +191,10 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 	if (s == INBOX_OK)
 		s = inbox_store_batch(cm->writer, d, n, NULL, NULL, NULL, &stored,
 		    changed, batch->err);
-	if (s == INBOX_FAILED)
+	/* Any failed batch, busy included: the next leader starts from a
+	 * fresh connection, whatever state this one was left in (a connection
+	 * stuck in a transaction would otherwise fail every batch after). */
+	if (s != INBOX_OK)
 		cm->broken = 1;		/* only the leader reads or writes it */
 	for (i = 0, p = batch; i < n; i++, p = p->next) {
 		if (s != INBOX_OK) {

@@ -47,9 +47,9 @@ void	committer_close(struct committer *cm);
 
 /*
  * Store one delivery, possibly batched with other threads' (see above).
- * After a batch fails with INBOX_FAILED (an I/O error; the database or its
- * WAL moved or deleted: checked after every commit), the next leader
- * reopens the inbox at its path first.
+ * After a batch fails (busy past busy_timeout; an I/O error; the database
+ * or its WAL moved or deleted: checked after every commit), the next
+ * leader reopens the inbox at its path first.
  * Returns when it is durable: INBOX_OK (new), INBOX_DUPLICATE, or
  * INBOX_BUSY / INBOX_FAILED for the whole batch it was in (reason in err,
  * which must be this thread's own buffer).  Thread-safe.

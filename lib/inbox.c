@@ -46,6 +46,7 @@ struct inbox {
 	int		 ckpt_frames;	/* wal_frames at the last checkpoint try */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
+	struct walsync	*role;		/* otherwise: the checkpointer's role */
 };
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
@@ -199,6 +200,28 @@ apply_schema(struct inbox *ib, struct buf *err)
 	return INBOX_OK;
 fail:
 	return txn_fail(ib, st, err, "applying the schema", rc);
+}
+
+/* SQLite's own auto-checkpoint threshold, frames. */
+#define AUTOCHECKPOINT_FRAMES	1000
+
+/*
+ * Without group commit (the drainer, plain CGI, synchronous = NORMAL):
+ * SQLite's auto-checkpoint after a commit, but only by the connection
+ * that holds the checkpointer's role (walsync_checkpointer): one
+ * connection checkpoints at a time across every program using the inbox,
+ * so checkpoints from different connections do not follow each other
+ * while a writer resets the WAL (SQLite's WAL-reset race, walsync.h).
+ */
+static int
+role_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct inbox *ib = arg;
+
+	if (frames >= AUTOCHECKPOINT_FRAMES && walsync_checkpointer(ib->role) != 0)
+		(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+		    NULL, NULL);
+	return SQLITE_OK;
 }
 
 /* Called after each commit with the WAL's size in frames; replaces SQLite's
@@ -480,7 +503,9 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		 * slower, never wrong.  Say why once per open. */
 		if (walsync_open(path, &ib->ws, err) == -1)
 			log_msg("inbox: %s (each process syncs alone)", err->data);
-	}
+	} else if (walsync_open(path, &ib->role, err) == 0) {
+		sqlite3_wal_hook(ib->db, role_wal_hook, ib);
+	}	/* else SQLite's own auto-checkpoint, as any program's */
 	if ((s = apply_schema(ib, err)) != INBOX_OK)
 		goto out;
 	s = INBOX_FAILED;
@@ -533,6 +558,7 @@ inbox_close(struct inbox *ib)
 	sqlite3_finalize(ib->insert);
 	sqlite3_close(ib->db);
 	walsync_close(ib->ws);
+	walsync_close(ib->role);
 	free(ib->path);
 	free(ib);
 }

@@ -40,7 +40,6 @@ walsync_open(const char *database, struct walsync **out, struct buf *err)
 {
 	char real[PATH_MAX];
 	struct walsync *ws = NULL;
-	struct stat sb;
 	struct buf path;
 	uint64_t zero = 0;
 	void *map;
@@ -56,7 +55,7 @@ walsync_open(const char *database, struct walsync **out, struct buf *err)
 		goto fail;
 	}
 	fd = open(path.data, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0660);
-	if (fd == -1 || fstat(fd, &sb) == -1) {
+	if (fd == -1) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
 		goto fail;
@@ -65,8 +64,11 @@ walsync_open(const char *database, struct walsync **out, struct buf *err)
 	 * give the group its share whatever the umask.  Fails harmlessly
 	 * when another user owns the file. */
 	(void)fchmod(fd, 0660);
-	/* Every opener extends it: the new bytes are zeros, a valid state. */
-	if (sb.st_size < WALSYNC_SIZE && ftruncate(fd, WALSYNC_SIZE) == -1) {
+	/* Every opener makes sure the page exists on disk (new bytes are
+	 * zeros, a valid state).  Allocated, not just sized: a sparse page
+	 * touched through the mapping on a full disk would kill the process
+	 * with SIGBUS instead of failing here. */
+	if ((errno = posix_fallocate(fd, 0, WALSYNC_SIZE)) != 0) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
 		goto fail;
@@ -152,6 +154,21 @@ syncer_release(struct walsync *ws)
 	(void)syscall(SYS_futex, &ws->sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+int
+walsync_checkpointer(struct walsync *ws)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = 1;		/* byte 0 is the syncer's */
+	fl.l_len = 1;
+	if (fcntl(ws->fd, F_OFD_SETLK, &fl) == 0)
+		return 1;	/* taken now, or already ours */
+	return errno == EAGAIN || errno == EACCES ? 0 : -1;
+}
+
 /* Sleep until the sync generation moves past `gen`, or `ms` passed.
  * Returns 0 when it moved (or a spurious wake-up), -1 on timeout. */
 static int
@@ -223,10 +240,14 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 	 * after its frames were written, so this sync covers them — if our
 	 * WAL is the file they were written to (else it covers only us). */
 	__atomic_store_n(&sh->sync_started, util_mono_ns(), __ATOMIC_SEQ_CST);
-	is_live = live(arg);
 	upto = __atomic_load_n(&sh->committed, __ATOMIC_SEQ_CST);
+	/* After reading `upto`: a commit into a WAL that replaced ours at the
+	 * path would have come after the replacement, so this sees it. */
+	is_live = live(arg);
 	rc = sync(arg);
-	if (!is_live)
+	/* A counter that went backwards (the file was truncated or replaced
+	 * meanwhile) makes `upto` meaningless for it: publish nothing. */
+	if (!is_live || __atomic_load_n(&sh->committed, __ATOMIC_SEQ_CST) < upto)
 		upto = 0;
 	if (rc == 0 && upto > 0) {
 		cur = __atomic_load_n(&sh->synced, __ATOMIC_SEQ_CST);

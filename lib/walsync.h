@@ -72,4 +72,21 @@ void	walsync_close(struct walsync *ws);
 int	walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 	    void *arg);
 
+/*
+ * The checkpointer's role, one receiver process at a time: an OFD lock on
+ * the file's second byte, taken here and kept until walsync_close (or the
+ * process's death, when the kernel drops it and the next caller takes
+ * it).  Returns 1 when this handle holds the role, 0 when another does,
+ * -1 on error (then checkpoint anyway: the WAL must not grow unbounded).
+ *
+ * Why: SQLite up to 3.51.2 (Debian 12 ships 3.40.1) has a data race that
+ * can lose committed transactions when a checkpoint starts right after
+ * another connection's checkpoint completed while a third connection
+ * resets the WAL (https://sqlite.org/wal.html#walresetbug).  A checkpointer
+ * thread in every process made exactly that pattern likely: all of them
+ * crossed the same WAL-size threshold at once.  With one checkpointing
+ * connection, consecutive checkpoints are INBOX_CHECKPOINT_FRAMES apart.
+ */
+int	walsync_checkpointer(struct walsync *ws);
+
 #endif

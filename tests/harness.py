@@ -334,8 +334,11 @@ class FcgiProcess:
 
 
 def parse_cgi(out):
+    """(status, headers, body) of a responder's CGI output.  webhook.fcgi
+    always sends a Status line: without one (an empty answer from a worker
+    that died, say) the status is None, never CGI's default 200."""
     head, _, body = out.partition(b"\r\n\r\n")
-    status = 200
+    status = None
     headers = {}
     for line in head.decode(errors="replace").split("\r\n"):
         k, _, v = line.partition(":")

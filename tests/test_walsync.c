@@ -242,19 +242,9 @@ START_TEST(a_failed_sync_covers_nobody)
 }
 END_TEST
 
-/*
- * A syncer whose WAL is no longer the file at the database's path (moved,
- * deleted) covers nobody else.  The `live` callback runs while the syncer
- * holds the lock, just before it reads the counter: there a child commits
- * (its ticket shows in the file) and waits.  A live syncer then covers the
- * child (one sync in all); a dead one must not (two).
- */
-static char live_db[256];
-static pid_t live_kid;
-
-/* The `committed` counter, read straight from the file (second word). */
+/* The counters, read straight from the file (words 2 and 3). */
 static uint64_t
-committed_in_file(const char *db)
+file_word(const char *db, off_t off)
 {
 	char path[300];
 	uint64_t v = 0;
@@ -263,84 +253,117 @@ committed_in_file(const char *db)
 	snprintf(path, sizeof path, "%s.wal-sync", db);
 	fd = open(path, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pread(fd, &v, sizeof v, 8), (ssize_t)sizeof v);
+	ck_assert_int_eq(pread(fd, &v, sizeof v, off), (ssize_t)sizeof v);
 	close(fd);
 	return v;
 }
 
-static int
-child_commits_then(int answer)
-{
-	int i;
-
-	if ((live_kid = fork()) == 0) {
-		struct walsync *mine = open_ok(live_db);
-		sync_result = 0;	/* the child's own sync works */
-		_exit(walsync_commit(mine, fake_sync, is_live, NULL) == 0 ? 0 : 1);
-	}
-	for (i = 0; i < 2000 && committed_in_file(live_db) < 2; i++)
-		usleep(1000);
-	ck_assert_int_eq(committed_in_file(live_db), 2);
-	return answer;
-}
-
-static int
-live_after_child(void *arg)
-{
-	(void)arg;
-	return child_commits_then(1);
-}
-
-static int
-dead_after_child(void *arg)
-{
-	(void)arg;
-	return child_commits_then(0);
-}
-
 static void
-syncer_with_child(const char *name, int (*live)(void *), int want_syncs)
+file_set(const char *db, off_t off, uint64_t v)
 {
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, &v, sizeof v, off), (ssize_t)sizeof v);
+	close(fd);
+}
+
+#define COMMITTED	8
+#define SYNCED		16
+
+/*
+ * What a sync records for the others: the tickets taken before it began,
+ * and only when it succeeded, on the WAL at the database's path, with the
+ * counter not gone backwards meanwhile.  (The positive case first: it is
+ * what makes the negative ones mean something.)
+ */
+static int
+not_live(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static const char *reset_db;
+
+/* A sync during which the file is zeroed, as when it is truncated and
+ * another process re-creates it. */
+static int
+sync_while_file_reset(void *arg)
+{
+	(void)arg;
+	file_set(reset_db, COMMITTED, 0);
+	file_set(reset_db, SYNCED, 0);
+	__atomic_add_fetch(&ctr->syncs, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+START_TEST(a_sync_records_the_tickets_before_it)
+{
+	char db[256];
 	struct walsync *ws;
-	int status;
 
 	setup();
-	db_path(live_db, sizeof live_db, name);
-	ws = open_ok(live_db);
-	ck_assert_int_eq(walsync_commit(ws, fake_sync, live, NULL), 0);
-	ck_assert_int_eq(waitpid(live_kid, &status, 0), live_kid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	ck_assert_int_eq(ctr->syncs, want_syncs);
+	db_path(db, sizeof db, "records");
+	ws = open_ok(db);
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_uint_eq(file_word(db, COMMITTED), 1);
+	ck_assert_uint_eq(file_word(db, SYNCED), 1);
 	walsync_close(ws);
 }
-
-START_TEST(a_live_syncer_covers_earlier_tickets)
-{
-	syncer_with_child("livewal", live_after_child, 1);
-}
 END_TEST
 
-START_TEST(a_dead_wal_covers_nobody)
+START_TEST(a_dead_wal_records_nothing)
 {
-	syncer_with_child("deadwal", dead_after_child, 2);
-}
-END_TEST
-
-/* Same, with a live WAL whose sync fails: the syncer gets the error, the
- * child must not count that sync as its own (two syncs). */
-START_TEST(a_failed_sync_covers_nobody_else)
-{
+	char db[256];
 	struct walsync *ws;
-	int status;
 
 	setup();
-	db_path(live_db, sizeof live_db, "failwal");
-	ws = open_ok(live_db);
-	sync_result = 10;	/* SQLITE_IOERR, in this process only */
-	ck_assert_int_eq(walsync_commit(ws, fake_sync, live_after_child, NULL), 10);
-	ck_assert_int_eq(waitpid(live_kid, &status, 0), live_kid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	ck_assert_int_eq(ctr->syncs, 2);
+	db_path(db, sizeof db, "deadwal");
+	ws = open_ok(db);
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, not_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 1);	/* synced for itself */
+	ck_assert_uint_eq(file_word(db, SYNCED), 0);
+	walsync_close(ws);
+}
+END_TEST
+
+START_TEST(a_failed_sync_records_nothing)
+{
+	char db[256];
+	struct walsync *ws;
+
+	setup();
+	db_path(db, sizeof db, "failwal");
+	ws = open_ok(db);
+	sync_result = 10;	/* SQLITE_IOERR */
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 10);
+	ck_assert_uint_eq(file_word(db, SYNCED), 0);
+	walsync_close(ws);
+}
+END_TEST
+
+START_TEST(a_counter_gone_backwards_records_nothing)
+{
+	char db[256];
+	struct walsync *ws;
+	int i;
+
+	setup();
+	db_path(db, sizeof db, "reset");
+	reset_db = db;
+	ws = open_ok(db);
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	/* Ticket 101; the file is zeroed during its sync: recording 101
+	 * would cover the next 100 tickets, none of them synced. */
+	ck_assert_int_eq(walsync_commit(ws, sync_while_file_reset, is_live, NULL), 0);
+	ck_assert_uint_eq(file_word(db, SYNCED), 0);
+	ck_assert_int_eq(walsync_commit(ws, fake_sync, is_live, NULL), 0);
+	ck_assert_int_eq(ctr->syncs, 102);
 	walsync_close(ws);
 }
 END_TEST
@@ -418,6 +441,34 @@ START_TEST(synced_beyond_committed_is_not_trusted)
 }
 END_TEST
 
+/* One checkpointer at a time: the role stays with its holder until it
+ * closes (or dies), then the next asker gets it. */
+START_TEST(one_checkpointer_at_a_time)
+{
+	char db[256];
+	struct walsync *a, *b;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "role");
+	a = open_ok(db);
+	b = open_ok(db);
+	ck_assert_int_eq(walsync_checkpointer(a), 1);
+	ck_assert_int_eq(walsync_checkpointer(a), 1);	/* kept */
+	ck_assert_int_eq(walsync_checkpointer(b), 0);
+	if ((kid = fork()) == 0) {
+		struct walsync *c = open_ok(db);
+		_exit(walsync_checkpointer(c) == 0 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	walsync_close(a);
+	ck_assert_int_eq(walsync_checkpointer(b), 1);
+	walsync_close(b);
+}
+END_TEST
+
 /* A file that is not ours is refused with its name; NULL syncs alone. */
 START_TEST(a_foreign_file_is_refused)
 {
@@ -475,11 +526,13 @@ suite(void)
 	tcase_add_test(tc, a_hung_syncer_stalls_nobody);
 	tcase_add_test(tc, a_killed_syncer_covers_nobody);
 	tcase_add_test(tc, a_failed_sync_covers_nobody);
-	tcase_add_test(tc, a_live_syncer_covers_earlier_tickets);
-	tcase_add_test(tc, a_dead_wal_covers_nobody);
-	tcase_add_test(tc, a_failed_sync_covers_nobody_else);
+	tcase_add_test(tc, a_sync_records_the_tickets_before_it);
+	tcase_add_test(tc, a_dead_wal_records_nothing);
+	tcase_add_test(tc, a_failed_sync_records_nothing);
+	tcase_add_test(tc, a_counter_gone_backwards_records_nothing);
 	tcase_add_test(tc, no_commit_sleeps_past_a_finished_sync);
 	tcase_add_test(tc, synced_beyond_committed_is_not_trusted);
+	tcase_add_test(tc, one_checkpointer_at_a_time);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
 	suite_add_tcase(s, tc);
