@@ -809,6 +809,9 @@ class ApiServer:
 
             def _send(self, status, obj=None, raw=None, headers=()):
                 data = raw if raw is not None else json.dumps(obj).encode()
+                # Logged before the answer goes out: a client that has its
+                # answer must find the request in /_sim/requests.
+                self._log(status)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -834,15 +837,24 @@ class ApiServer:
                 if path.startswith("/_sim/"):
                     self._sim(method, path)
                     return
+                self.pending_log = {"method": method, "path": path, "query": query}
                 try:
-                    status = api._public(self, method, path, query)
+                    api._public(self, method, path, query)
                 except _BadRequest as e:
-                    status = self._send(400, {"error": "bad_request", "detail": str(e)})
+                    self._send(400, {"error": "bad_request", "detail": str(e)})
                 except (BrokenPipeError, ConnectionResetError):
-                    status = None
+                    pass
+                self._log(None)             # no answer was sent
+
+            def _log(self, status):
+                """Record the public request being answered, once."""
+                entry = getattr(self, "pending_log", None)
+                if entry is None:
+                    return
+                self.pending_log = None
+                entry["status"] = status
                 with api.lock:
-                    api.requests.append({"method": method, "path": path,
-                                         "query": query, "status": status})
+                    api.requests.append(entry)
 
             def _sim(self, method, path):
                 if path == "/_sim/faults" and method == "POST":
