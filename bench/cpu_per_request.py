@@ -6,7 +6,7 @@ harness.py's Lighttpd, mod_fastcgi with "max-procs"), drives each with wrk
 and bench/requests.lua on distinct signed deliveries (bench/signed.py gen),
 and prints per request: the FastCGI workers' CPU (user + system, and system
 alone, from /proc/PID/stat), lighttpd's, and the whole machine's busy time
-(/proc/stat) — plus req/s, p50/p99 and, for webhook.fcgi, rows stored.
+(/proc/stat) — plus req/s, p50/p99/p99.9 and, for webhook.fcgi, rows stored.
 
 Each argument is one run, NAME:PROCS:THREADS:CONNS, where NAME is "bare"
 (bench/bare.c, built by bench/run into build/bench/bare) or "full" /
@@ -89,10 +89,10 @@ def run(name, procs, threads, conns):
         rows = "-" if name == "bare" else str(sb.count() - warm)
         bad = int(kv["non2xx"]) + int(kv["exhausted"])
         print("%-6s procs %d threads %2d conns %2d: %6.0f req/s  p50 %s µs  "
-              "p99 %s µs  rows %s / sent %s%s | µs CPU per request: workers "
+              "p99 %s µs  p99.9 %s µs  rows %s / sent %s%s | µs CPU per request: workers "
               "%.0f (system %.0f), lighttpd %.0f, machine %.0f"
               % (name, procs, threads, conns, float(kv["rps"]), kv["p50_us"],
-                 kv["p99_us"], rows, kv["sent"],
+                 kv["p99_us"], kv["p999_us"], rows, kv["sent"],
                  "  INVALID (%d non-2xx or ran out)" % bad if bad else "",
                  wk / n * 1e6, wks / n * 1e6, lt / n * 1e6, busy / n * 1e6),
               flush=True)

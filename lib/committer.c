@@ -75,7 +75,12 @@ checkpointer_main(void *arg)
 			 * skip their turn (walsync_checkpointer: SQLite's
 			 * WAL-reset race).  Without the role file: everyone. */
 			if ((cm->role == NULL || walsync_checkpointer(cm->role) != 0) &&
-			    inbox_checkpoint(cm->checkpointer, &err) != INBOX_OK)
+			    (inbox_checkpoint(cm->checkpointer, 0, &err) != INBOX_OK ||
+			    /* Past INBOX_RESTART_FRAMES: restart the WAL, right
+			     * after the passive copy so that little is left to
+			     * copy while writers wait. */
+			    (frames >= INBOX_RESTART_FRAMES &&
+			    inbox_checkpoint(cm->checkpointer, 1, &err) != INBOX_OK)))
 				log_msg("inbox: %s", err.data);
 			pthread_mutex_lock(&cm->mu);
 			continue;

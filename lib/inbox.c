@@ -265,17 +265,23 @@ inbox_wal_frames(const struct inbox *ib)
 }
 
 enum inbox_status
-inbox_checkpoint(struct inbox *ib, struct buf *err)
+inbox_checkpoint(struct inbox *ib, int restart, struct buf *err)
 {
 	enum inbox_status s = INBOX_OK;
+	int64_t saved = ib->busy_timeout_ns;
 	int rc, log = 0, done = 0;
 
 	/* A checkpoint must sync the database file before the WAL can be
 	 * reused, whatever this connection's synchronous level. */
 	if (ib->group_commit && (rc = exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
 		return db_fail(ib, err, "checkpoint", rc);
-	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", SQLITE_CHECKPOINT_PASSIVE,
-	    &log, &done);
+	/* RESTART holds new writers back while it waits for the current one
+	 * and for old readers: wait briefly, give up, try at the next turn. */
+	if (restart && ib->busy_timeout_ns > INBOX_RESTART_WAIT_MS * 1000000)
+		ib->busy_timeout_ns = (int64_t)INBOX_RESTART_WAIT_MS * 1000000;
+	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", restart ?
+	    SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+	ib->busy_timeout_ns = saved;
 	/* SQLITE_BUSY: another connection is checkpointing; that one will do. */
 	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
 		s = db_fail(ib, err, "checkpoint", rc);	/* before the next exec */
@@ -298,7 +304,7 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 	if (ib->wal_frames - ib->ckpt_frames < INBOX_CHECKPOINT_FRAMES)
 		return INBOX_OK;
 	ib->ckpt_frames = ib->wal_frames;
-	return inbox_checkpoint(ib, err);
+	return inbox_checkpoint(ib, 0, err);
 }
 
 /* Do the database's and the WAL's paths still name the files we write? */
@@ -470,11 +476,12 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		goto out;
 	}
 	/* FULL: a 200 promises the row is on disk (FIELD-NOTES "SQLite").
-	 * journal_size_limit: the WAL is truncated back after checkpoints
-	 * instead of keeping its high-water size. */
+	 * journal_size_limit (96 MiB, above INBOX_RESTART_FRAMES' 64): the
+	 * WAL is truncated back after a burst instead of keeping its
+	 * high-water size, but not at every restart under steady load. */
 	if ((rc = exec(ib, o->synchronous == CONFIG_SYNC_NORMAL ?
 	    "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")) != SQLITE_OK ||
-	    (rc = exec(ib, "PRAGMA journal_size_limit = 67108864")) != SQLITE_OK) {
+	    (rc = exec(ib, "PRAGMA journal_size_limit = 100663296")) != SQLITE_OK) {
 		s = db_fail(ib, err, "setting pragmas", rc);
 		goto out;
 	}
