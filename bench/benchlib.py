@@ -80,6 +80,14 @@ def steal_pct(a, b):
     return "%.1f" % (100.0 * (b[0] - a[0]) / d) if d > 0 else "0.0"
 
 
+def machine_line(mach, load_start, load_end, finished, steal0, steal1):
+    """The "- Machine: …" line every results section starts with."""
+    return ("- Machine: %s × %s (nproc %s), %s; load average %s at start, %s at "
+            "the end (%s); CPU steal %s %% over the run."
+            % (mach["nproc"], mach["model"], mach["nproc"], mach["kernel"],
+               load_start, load_end, finished, steal_pct(steal0, steal1)))
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:

@@ -483,10 +483,7 @@ def main():
     L = []
     L.append("## Drainer run of %s (bench/drain.py)" % started)
     L.append("")
-    L.append("- Machine: %s × %s (nproc %s), %s; load average %s at start, %s at "
-             "the end (%s); CPU steal %s %% over the run."
-             % (mach["nproc"], mach["model"], mach["nproc"], mach["kernel"],
-                load_start, load_end, finished, bl.steal_pct(steal0, steal1)))
+    L.append(bl.machine_line(mach, load_start, load_end, finished, steal0, steal1))
     L.append("- Software: webhook.fcgi and webhook-drain from git %s (%s/webhook.fcgi "
              "of %s, %s/webhook-drain of %s, run as copies), lighttpd %s, wrk %s, "
              "SQLite %s (Python's sqlite3, for the fill and the counts); inbox on %s."

@@ -217,10 +217,7 @@ def main():
     L = []
     L.append("## PHP comparison run of %s (bench/php.py)" % started)
     L.append("")
-    L.append("- Machine: %s × %s (nproc %s), %s; load average %s at start, %s at "
-             "the end (%s); CPU steal %s %% over the run."
-             % (mach["nproc"], mach["model"], mach["nproc"], mach["kernel"],
-                load_start, load_end, finished, bl.steal_pct(steal0, steal1)))
+    L.append(bl.machine_line(mach, load_start, load_end, finished, steal0, steal1))
     L.append("- Software: webhook.fcgi from git %s (%s/webhook.fcgi of %s, run as a "
              "copy); %s (%s → %s), OPcache enable = %s (Debian's php.ini for the CGI "
              "SAPI, unchanged), SQLite %s; lighttpd %s, wrk %s; databases on %s."

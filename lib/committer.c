@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include "committer.h"
-#include "walsync.h"
 
 /* One waiting delivery; lives on its request thread's stack.  The thread
  * sleeps on its own semaphore (wake) until a leader has set `role`:
@@ -48,7 +47,6 @@ struct committer {
 	int		 ckpt_stop;
 	int		 wal_frames;	/* writer's WAL size, for the checkpointer */
 	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
-	struct walsync	*role;		/* the checkpointer's role (walsync.h) */
 	char		*path;
 	struct inbox_options wo;	/* the writer's, to reopen it */
 };
@@ -72,9 +70,9 @@ checkpointer_main(void *arg)
 			last = frames;
 			pthread_mutex_unlock(&cm->mu);
 			/* One receiver process checkpoints at a time; the others
-			 * skip their turn (walsync_checkpointer: SQLite's
-			 * WAL-reset race).  Without the role file: everyone. */
-			if ((cm->role == NULL || walsync_checkpointer(cm->role) != 0) &&
+			 * skip their turn (inbox_checkpoint_role: SQLite's
+			 * WAL-reset race). */
+			if (inbox_checkpoint_role(cm->checkpointer) &&
 			    (inbox_checkpoint(cm->checkpointer, 0, &err) != INBOX_OK ||
 			    /* Past INBOX_RESTART_FRAMES: restart the WAL, right
 			     * after the passive copy so that little is left to
@@ -125,10 +123,6 @@ committer_open(const char *path, const struct inbox_options *o,
 	if (o->group_commit && o->synchronous == CONFIG_SYNC_FULL) {
 		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
 			goto fail;
-		/* Its own open file description: the role's lock is this
-		 * committer's, not the writer's (which may be reopened). */
-		if (walsync_open(path, &cm->role, err) == -1)
-			log_msg("inbox: %s (every process checkpoints)", err->data);
 		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
 			buf_reset(err);
 			(void)buf_printf(err, "%s: cannot start the checkpointer", path);
@@ -158,7 +152,6 @@ committer_close(struct committer *cm)
 	}
 	inbox_close(cm->checkpointer);
 	inbox_close(cm->writer);
-	walsync_close(cm->role);
 	pthread_cond_destroy(&cm->ckpt_cv);
 	pthread_mutex_destroy(&cm->mu);
 	free(cm->path);

@@ -307,6 +307,12 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 	return inbox_checkpoint(ib, 0, err);
 }
 
+int
+inbox_checkpoint_role(struct inbox *ib)
+{
+	return ib->role == NULL || walsync_checkpointer(ib->role) != 0;
+}
+
 /* Do the database's and the WAL's paths still name the files we write? */
 static int
 same_files(struct inbox *ib)

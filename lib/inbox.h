@@ -230,6 +230,13 @@ int	inbox_wal_frames(const struct inbox *ib);
  * such readers, showed a 178 ms p99 at 5 connections.)
  */
 #define INBOX_RESTART_WAIT_MS	10
+
+/* May this connection checkpoint now?  1 when it holds the checkpointer's
+ * role (walsync_checkpointer: one connection at a time across every
+ * program using the inbox; kept until inbox_close), or when the role file
+ * could not be opened (then everyone checkpoints); 0 when another
+ * connection holds it.  For a connection without group commit. */
+int	inbox_checkpoint_role(struct inbox *ib);
 enum inbox_status inbox_checkpoint(struct inbox *ib, int restart, struct buf *err);
 
 /* Read a cursor: *updated_after and *page are malloc'd strings or NULL. */
