@@ -56,7 +56,6 @@ checkpointer_main(void *arg)
 {
 	struct committer *cm = arg;
 	struct buf err;
-	int last = 0;
 
 	buf_init(&err, 4096);
 	pthread_mutex_lock(&cm->mu);
@@ -64,27 +63,18 @@ checkpointer_main(void *arg)
 		struct timespec until;
 		int frames = cm->wal_frames;
 
-		if (frames < last)
-			last = 0;	/* the WAL was restarted */
-		if (frames - last >= INBOX_CHECKPOINT_FRAMES) {
-			last = frames;
-			pthread_mutex_unlock(&cm->mu);
-			/* One receiver process checkpoints at a time; the others
-			 * skip their turn (inbox_checkpoint_role: SQLite's
-			 * WAL-reset race). */
-			if (inbox_checkpoint_role(cm->checkpointer) &&
-			    (inbox_checkpoint(cm->checkpointer, 0, &err) != INBOX_OK ||
-			    /* Past INBOX_RESTART_FRAMES: restart the WAL, right
-			     * after the passive copy so that little is left to
-			     * copy while writers wait. */
-			    (frames >= INBOX_RESTART_FRAMES &&
-			    inbox_checkpoint(cm->checkpointer, 1, &err) != INBOX_OK)))
-				log_msg("inbox: %s", err.data);
-			pthread_mutex_lock(&cm->mu);
-			continue;
-		}
-		/* Woken by a leader after a commit; the timeout is only a
-		 * safety net. */
+		pthread_mutex_unlock(&cm->mu);
+		/* Usually a look at the shared page and nothing more; whichever
+		 * receiver process is writing takes the turn when one is due
+		 * (inbox_checkpoint_turn: one at a time, SQLite's WAL-reset
+		 * race). */
+		if (inbox_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
+			log_msg("inbox: %s", err.data);
+		pthread_mutex_lock(&cm->mu);
+		if (cm->ckpt_stop)
+			break;
+		/* Woken by a leader after each commit; the timeout lets an idle
+		 * process take a turn for the others' commits too. */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 1;
 		pthread_cond_timedwait(&cm->ckpt_cv, &cm->mu, &until);

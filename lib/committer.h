@@ -13,12 +13,13 @@
  * queue up for the next leader, so the batch grows with the load and a
  * lone request waits for nobody.
  *
- * A checkpointer thread with its own connection (synchronous=FULL) runs a
- * PASSIVE checkpoint whenever the WAL has grown by INBOX_CHECKPOINT_FRAMES
- * since its last one: the WAL stays bounded and no request ever waits for
- * a checkpoint.  (A checkpoint must sync the database file before the WAL
- * can be reused; the writer connection, which commits without syncing,
- * never checkpoints: its auto-checkpoint is replaced by a wal hook.)
+ * A checkpointer thread with its own connection (synchronous=FULL) takes
+ * the checkpoint turns (inbox_checkpoint_turn) after the leader's commits,
+ * and once a second when idle: the WAL stays bounded and no request ever
+ * waits for a checkpoint.  (A checkpoint must sync the database file
+ * before the WAL can be reused; the writer connection, which commits
+ * without syncing, never checkpoints: its auto-checkpoint is replaced by
+ * a wal hook.)
  */
 #ifndef WEBHOOK_COMMITTER_H
 #define WEBHOOK_COMMITTER_H

@@ -60,15 +60,15 @@ enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
 void	inbox_close(struct inbox *ib);	/* accepts NULL */
 
 /*
- * Between requests (after the answer was sent): with group commit, run a
- * PASSIVE checkpoint with full syncs once the WAL holds INBOX_CHECKPOINT_FRAMES
- * frames, so the WAL stays bounded without a checkpoint on any request's
- * path.  A no-op otherwise.  Returns INBOX_OK, or BUSY/FAILED (harmless: the
- * next call tries again).
+ * Between requests (after the answer was sent), on a connection with group
+ * commit: inbox_checkpoint_turn with the WAL size of its last commit, so
+ * the WAL stays bounded without a checkpoint on any request's path.  A
+ * no-op otherwise.  Returns INBOX_OK, or FAILED (harmless: the next call
+ * tries again).
  */
 #define INBOX_CHECKPOINT_FRAMES	2000
-/* WAL size, frames, from which the receiver's checkpointer follows each
- * PASSIVE checkpoint with a RESTART one: 16000 frames of 4 KiB, 64 MiB,
+/* WAL size, frames, from which a checkpoint turn that follows a PASSIVE
+ * checkpoint is a RESTART one (inbox_checkpoint_turn): 16000 frames of 4 KiB, 64 MiB,
  * under journal_size_limit (96 MiB) so that the file is reused, not
  * truncated and regrown at each restart (a truncation on this VM's
  * `discard` mount stalled writers for tens of ms: p99 24 ms at 5
@@ -216,28 +216,36 @@ enum inbox_status inbox_store_batch(struct inbox *ib,
 int	inbox_wal_frames(const struct inbox *ib);
 
 /*
- * A checkpoint on this connection with full syncs, whatever its synchronous
- * level; SQLITE_BUSY (another checkpoint running, or RESTART's wait timed
- * out) is INBOX_OK.  PASSIVE copies what it can without blocking anyone;
- * but under unbroken load the WAL never restarts (a writer restarts it only
- * when it finds every frame copied back), and grows without bound — 1.6 GB
- * in 15 s of saturation here.  `restart` (SQLITE_CHECKPOINT_RESTART) holds
- * new writers back, for at most INBOX_RESTART_WAIT_MS of waiting (for the
- * writer in progress, and for readers of an older snapshot: the drainer, a
- * `status`) plus the copy of what is left, so that the next writer starts
- * the WAL over; when it cannot within that wait it gives up until the next
- * turn.  (With 200 ms, make bench's drainer section, whose row counts are
- * such readers, showed a 178 ms p99 at 5 connections.)
+ * RESTART checkpoints (inbox_checkpoint_turn) hold new writers back while
+ * they wait for the writer in progress and for readers of an older
+ * snapshot (the drainer, a `status`): at most this long, ms, plus the copy
+ * of what is left; then they give up until the next turn.  (With 200 ms,
+ * make bench's drainer section, whose row counts are such readers, showed
+ * a 178 ms p99 at 5 connections.)
  */
 #define INBOX_RESTART_WAIT_MS	10
 
-/* May this connection checkpoint now?  1 when it holds the checkpointer's
- * role (walsync_checkpointer: one connection at a time across every
- * program using the inbox; kept until inbox_close), or when the role file
- * could not be opened (then everyone checkpoints); 0 when another
- * connection holds it.  For a connection without group commit. */
-int	inbox_checkpoint_role(struct inbox *ib);
-enum inbox_status inbox_checkpoint(struct inbox *ib, int restart, struct buf *err);
+/*
+ * A checkpoint turn: when the WAL has grown by INBOX_CHECKPOINT_FRAMES since
+ * the last checkpoint began, a PASSIVE checkpoint (copies what it can,
+ * blocks nobody); past INBOX_RESTART_FRAMES, the turn after a PASSIVE one
+ * is a RESTART one (see INBOX_RESTART_WAIT_MS), so that the WAL stays
+ * bounded under unbroken load — PASSIVE alone let it reach 1.6 GB in 15 s
+ * of saturation, since a writer restarts the WAL only when it finds every
+ * frame copied back.  Checkpoints always sync the database file, whatever
+ * the connection's synchronous level.
+ *
+ * One connection at a time across every program using the inbox, and
+ * only after a commit that began since the last checkpoint ended: SQLite's
+ * WAL-reset race (walsync.h, "Checkpoints").  `frames` is the WAL's size
+ * as this connection last saw it, used only when the shared file could
+ * not be opened (then each connection decides alone, as SQLite's own
+ * auto-checkpoint does).  Cheap when no turn is due (no system call).
+ * Returns INBOX_OK (also when it was not this connection's turn, or
+ * another checkpoint was running), or INBOX_FAILED with the reason in err.
+ */
+enum inbox_status inbox_checkpoint_turn(struct inbox *ib, int frames,
+	    struct buf *err);
 
 /* Read a cursor: *updated_after and *page are malloc'd strings or NULL. */
 enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,

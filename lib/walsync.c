@@ -28,6 +28,15 @@ struct shared {
 	uint32_t	pad;
 	int64_t		sync_started;	/* CLOCK_MONOTONIC ns: the current or last
 					 * sync's start (the clock is system-wide) */
+	/* Checkpoints (walsync.h, "Checkpoints"); zero in a file made by
+	 * an older version, which is a valid state: the gate is closed. */
+	uint64_t	ckpt_gen;	/* bumped after every checkpoint */
+	uint64_t	written_gen;	/* newest (ckpt_gen + 1) of a write that
+					 * committed frames */
+	uint64_t	wal_frames;	/* WAL size after the latest commit */
+	uint64_t	ckpt_frames;	/* wal_frames when the last checkpoint began */
+	uint32_t	ckpt_mode;	/* its mode: WALSYNC_PASSIVE / _RESTART */
+	uint32_t	pad2;
 };
 
 struct walsync {
@@ -119,17 +128,23 @@ walsync_close(struct walsync *ws)
 	free(ws);
 }
 
-/* The syncer's lock: an OFD lock on the file's first byte.  Returns 0
- * (ours), 1 (another process holds it) or -1. */
+/* Byte 0 of the file: the syncer's lock; byte 1: the checkpointer's
+ * role.  OFD locks: per open file description (so per handle, also
+ * between threads), dropped by the kernel when the process dies. */
+#define SYNCER_BYTE	0
+#define ROLE_BYTE	1
+
+/* Take (F_WRLCK) or give up (F_UNLCK) one of them without waiting.
+ * Returns 0 (done), 1 (another handle holds it) or -1. */
 static int
-syncer_lock(struct walsync *ws, short type)
+byte_lock(struct walsync *ws, off_t byte, short type)
 {
 	struct flock fl;
 
 	memset(&fl, 0, sizeof fl);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
-	fl.l_start = 0;
+	fl.l_start = byte;
 	fl.l_len = 1;
 	if (fcntl(ws->fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
@@ -149,24 +164,70 @@ syncer_lock(struct walsync *ws, short type)
 static void
 syncer_release(struct walsync *ws)
 {
-	(void)syncer_lock(ws, F_UNLCK);
+	(void)byte_lock(ws, SYNCER_BYTE, F_UNLCK);
 	__atomic_add_fetch(&ws->sh->gen, 1, __ATOMIC_SEQ_CST);
 	(void)syscall(SYS_futex, &ws->sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-int
-walsync_checkpointer(struct walsync *ws)
+uint64_t
+walsync_write_gen(struct walsync *ws)
 {
-	struct flock fl;
+	return __atomic_load_n(&ws->sh->ckpt_gen, __ATOMIC_SEQ_CST);
+}
 
-	memset(&fl, 0, sizeof fl);
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = 1;		/* byte 0 is the syncer's */
-	fl.l_len = 1;
-	if (fcntl(ws->fd, F_OFD_SETLK, &fl) == 0)
-		return 1;	/* taken now, or already ours */
-	return errno == EAGAIN || errno == EACCES ? 0 : -1;
+void
+walsync_written(struct walsync *ws, uint64_t gen, int frames)
+{
+	uint64_t seen = __atomic_load_n(&ws->sh->written_gen, __ATOMIC_SEQ_CST);
+
+	/* Counters only grow: a slow writer's older generation must not
+	 * hide a newer one's. */
+	while (seen < gen + 1 && !__atomic_compare_exchange_n(&ws->sh->written_gen,
+	    &seen, gen + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+	if (frames >= 0)
+		__atomic_store_n(&ws->sh->wal_frames, (uint64_t)frames,
+		    __ATOMIC_SEQ_CST);
+}
+
+void
+walsync_peek(struct walsync *ws, struct walsync_turn *t)
+{
+	uint64_t gen = __atomic_load_n(&ws->sh->ckpt_gen, __ATOMIC_SEQ_CST);
+
+	t->open = __atomic_load_n(&ws->sh->written_gen, __ATOMIC_SEQ_CST) > gen;
+	t->frames = __atomic_load_n(&ws->sh->wal_frames, __ATOMIC_SEQ_CST);
+	t->last_frames = __atomic_load_n(&ws->sh->ckpt_frames, __ATOMIC_SEQ_CST);
+	t->last_mode = (int)__atomic_load_n(&ws->sh->ckpt_mode, __ATOMIC_SEQ_CST);
+}
+
+int
+walsync_turn_begin(struct walsync *ws, struct walsync_turn *t)
+{
+	int rc = byte_lock(ws, ROLE_BYTE, F_WRLCK);
+
+	if (rc == 1)
+		return 0;	/* another connection is checkpointing */
+	walsync_peek(ws, t);
+	if (!t->open) {
+		if (rc == 0)
+			(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
+		return 0;
+	}
+	return rc == 0 ? 1 : -1;
+}
+
+void
+walsync_turn_end(struct walsync *ws, const struct walsync_turn *t, int mode)
+{
+	if (mode != 0) {
+		__atomic_store_n(&ws->sh->ckpt_frames, t->frames, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ws->sh->ckpt_mode, (uint32_t)mode, __ATOMIC_SEQ_CST);
+		/* Last: closes the gate until a write that reads this
+		 * generation commits. */
+		__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
+	}
+	(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
 }
 
 /* Sleep until the sync generation moves past `gen`, or `ms` passed.
@@ -217,7 +278,7 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 		if (covered(sh, ticket))
 			return 0;
 		gen = __atomic_load_n(&sh->gen, __ATOMIC_SEQ_CST);
-		if ((rc = syncer_lock(ws, F_WRLCK)) == 0)
+		if ((rc = byte_lock(ws, SYNCER_BYTE, F_WRLCK)) == 0)
 			break;
 		if (rc == -1)
 			return sync(arg);	/* no lock: sync alone, always right */

@@ -73,20 +73,77 @@ int	walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 	    void *arg);
 
 /*
- * The checkpointer's role, one receiver process at a time: an OFD lock on
- * the file's second byte, taken here and kept until walsync_close (or the
- * process's death, when the kernel drops it and the next caller takes
- * it).  Returns 1 when this handle holds the role, 0 when another does,
- * -1 on error (then checkpoint anyway: the WAL must not grow unbounded).
+ * Checkpoints: one connection at a time, and never one that starts on a
+ * WAL whose frames were all copied back already.
  *
  * Why: SQLite up to 3.51.2 (Debian 12 ships 3.40.1) has a data race that
- * can lose committed transactions when a checkpoint starts right after
- * another connection's checkpoint completed while a third connection
- * resets the WAL (https://sqlite.org/wal.html#walresetbug).  A checkpointer
- * thread in every process made exactly that pattern likely: all of them
- * crossed the same WAL-size threshold at once.  With one checkpointing
- * connection, consecutive checkpoints are INBOX_CHECKPOINT_FRAMES apart.
+ * loses committed transactions (https://sqlite.org/wal.html#walresetbug;
+ * SQLite's test/walrestart.test): a checkpoint completes; another starts
+ * while every frame is copied back; before it reads how far the copy got,
+ * a writer resets the WAL (a writer does so when it finds every frame
+ * copied back) and commits; the second checkpoint records a wrong position
+ * in the WAL index, and a later checkpoint skips frames of the new WAL,
+ * which the next reset then throws away.  A writer can only reset a WAL
+ * that is entirely copied back, and only a checkpoint copies frames back.
+ * So a checkpoint that starts after a commit which itself began after the
+ * previous checkpoint ended cannot meet a reset: that commit's frames are
+ * still to copy, and nothing but a checkpoint (there is one at a time)
+ * can copy them.  The shared page keeps that rule across processes:
+ *
+ *   ckpt_gen     bumped when a checkpoint ends;
+ *   written_gen  each connection reads ckpt_gen when a commit begins
+ *                (SQLite's commit hook: it holds the write lock, no frame
+ *                of the commit is visible yet) and, once the commit wrote
+ *                frames (the WAL hook), raises written_gen to that + 1.
+ *
+ * A checkpoint may start only while written_gen > ckpt_gen: a commit that
+ * began after the last checkpoint ended has written frames.  The WAL's
+ * size after the latest commit and the last checkpoint's start and mode
+ * are kept beside them, so whichever process is writing can take the next
+ * turn (no process holds the role between turns: an idle one holding it
+ * would leave the WAL to grow).
+ *
+ * Every program that writes the inbox through lib/inbox.c takes part.  A
+ * foreign writer (the sqlite3 shell) does not: its commits do not open
+ * the gate, and its own auto-checkpoints are outside the rule.
  */
-int	walsync_checkpointer(struct walsync *ws);
+#define WALSYNC_PASSIVE	1
+#define WALSYNC_RESTART	2
+
+struct walsync_turn {
+	int		open;		/* written_gen > ckpt_gen */
+	uint64_t	frames;		/* WAL frames after the latest commit */
+	uint64_t	last_frames;	/* `frames` when the last checkpoint began */
+	int		last_mode;	/* its mode; 0: none yet */
+};
+
+/* From SQLite's commit hook (the connection holds the write lock): the
+ * checkpoint generation this commit begins in.  Never fails. */
+uint64_t walsync_write_gen(struct walsync *ws);
+
+/* From the WAL hook, after a commit that wrote `frames` (≥ 0: the WAL's
+ * size in frames; -1: unknown, leave it) with the generation `gen` read
+ * by walsync_write_gen.  Never fails. */
+void	walsync_written(struct walsync *ws, uint64_t gen, int frames);
+
+/* The shared state without taking anything: to decide cheaply whether a
+ * turn is worth asking for (walsync_turn_begin reads it again). */
+void	walsync_peek(struct walsync *ws, struct walsync_turn *t);
+
+/*
+ * Ask for a checkpoint turn.  Returns 1 with the role held and *t read
+ * under it (the gate is open); 0 when another connection is checkpointing
+ * or no commit has begun since the last checkpoint ended (nothing held);
+ * -1 when the gate is open but the lock itself failed (then checkpoint
+ * anyway: the WAL must not grow without bound; *t is filled).  After 1 or -1, call
+ * walsync_turn_end.
+ */
+int	walsync_turn_begin(struct walsync *ws, struct walsync_turn *t);
+
+/* End a turn: `mode` 0 when no checkpoint ran; else the WALSYNC_ mode of
+ * the one that ran — attempted counts, whatever it returned — with
+ * t->frames as it was when it began.  Closes the gate, gives up the role. */
+void	walsync_turn_end(struct walsync *ws, const struct walsync_turn *t,
+	    int mode);
 
 #endif

@@ -28,6 +28,7 @@
 #include "lib/event.h"
 #include "lib/inbox.h"
 #include "lib/instant.h"
+#include "lib/walsync.h"
 #include "tests/check_common.h"
 
 #define SEC		1000000000LL
@@ -1583,6 +1584,76 @@ START_TEST(note_run)
 }
 END_TEST
 
+/*
+ * Checkpoint turns (inbox_checkpoint_turn; SQLite's WAL-reset race,
+ * walsync.h "Checkpoints"), through real connections: every commit opens
+ * the gate (commit hook + WAL hook), a checkpoint closes it, a turn with no
+ * commit since runs nothing — on a receiver's group-commit connection and
+ * on a plain one (the drainer's, the fixture's).
+ */
+START_TEST(checkpoint_turns_follow_commits)
+{
+	struct inbox_options g = { .busy_timeout_ms = 2000,
+	    .synchronous = CONFIG_SYNC_FULL, .group_commit = 1 };
+	struct inbox *plain = ib, *w = NULL;
+	struct walsync *ws = NULL;
+	struct walsync_turn t;
+	char id[64], *body;
+	int i;
+
+	OK(inbox_open(dbpath, &g, &w, &err));
+	ck_assert_int_eq(walsync_open(dbpath, &ws, &err), 0);
+	body = calloc(1, 8192);
+	ck_assert_ptr_nonnull(body);
+	memset(body, 'x', 8191);
+	ib = w;
+	for (i = 0; inbox_wal_frames(w) < INBOX_CHECKPOINT_FRAMES; i++) {
+		snprintf(id, sizeof id, "msg_turn%05d", i);
+		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
+	}
+	walsync_peek(ws, &t);
+	ck_assert(t.open);
+	ck_assert_uint_eq(t.frames, (uint64_t)inbox_wal_frames(w));
+	ck_assert_int_eq(t.last_mode, 0);
+
+	OK(inbox_maintain(w, &err));		/* the turn is due: it runs */
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	ck_assert_int_eq(t.last_mode, WALSYNC_PASSIVE);
+	ck_assert_uint_eq(t.last_frames, (uint64_t)inbox_wal_frames(w));
+
+	/* Due by size (the WAL is twice the threshold), but no commit since
+	 * the last checkpoint: nothing runs. */
+	for (; inbox_wal_frames(w) < 2 * INBOX_CHECKPOINT_FRAMES + 100; i++) {
+		snprintf(id, sizeof id, "msg_turn%05d", i);
+		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
+	}
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);	/* as if it ran */
+	walsync_turn_end(ws, &t, WALSYNC_PASSIVE);
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	OK(inbox_maintain(w, &err));
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	ck_assert_uint_eq(t.last_frames, t.frames);	/* untouched */
+
+	/* A duplicate writes no frame: the gate stays shut. */
+	ck_assert_int_eq(store_body("msg_turn00000", "t", NULL, NULL, NULL,
+	    NULL, body, 8191), INBOX_DUPLICATE);
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	/* A commit on the plain connection opens it. */
+	ib = plain;
+	store("msg_turn_plain", "t", NULL, NULL, NULL, NULL);
+	walsync_peek(ws, &t);
+	ck_assert(t.open);
+
+	walsync_close(ws);
+	inbox_close(w);
+	free(body);
+}
+END_TEST
+
 static Suite *
 inbox_suite(void)
 {
@@ -1602,6 +1673,7 @@ inbox_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, store_and_duplicate);
 	tcase_add_test(tc, store_empty_and_clockless);
+	tcase_add_test(tc, checkpoint_turns_follow_commits);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("due");

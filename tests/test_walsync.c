@@ -436,12 +436,91 @@ START_TEST(synced_beyond_committed_is_not_trusted)
 }
 END_TEST
 
-/* One checkpointer at a time: the role stays with its holder until it
- * closes (or dies), then the next asker gets it. */
+/* A commit as lib/inbox.c's hooks report it: the generation read when it
+ * began (commit hook), then its frames (WAL hook). */
+static void
+commit_frames(struct walsync *ws, int frames)
+{
+	walsync_written(ws, walsync_write_gen(ws), frames);
+}
+
+/* Checkpoints wait for a commit that began after the last one ended
+ * (SQLite's WAL-reset race, walsync.h): none on a fresh file, one after a
+ * commit, then none again until the next commit. */
+START_TEST(a_checkpoint_needs_a_commit_since_the_last)
+{
+	char db[256];
+	struct walsync *ws;
+	struct walsync_turn t;
+
+	setup();
+	db_path(db, sizeof db, "gate");
+	ws = open_ok(db);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 0);	/* nothing written */
+	commit_frames(ws, 2100);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);
+	ck_assert(t.open);
+	ck_assert_uint_eq(t.frames, 2100);
+	ck_assert_int_eq(t.last_mode, 0);
+	walsync_turn_end(ws, &t, WALSYNC_PASSIVE);
+
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	ck_assert_uint_eq(t.last_frames, 2100);
+	ck_assert_int_eq(t.last_mode, WALSYNC_PASSIVE);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 0);
+	commit_frames(ws, 2200);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);
+	/* A turn that ran nothing leaves the gate as it was. */
+	walsync_turn_end(ws, &t, 0);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);
+	walsync_turn_end(ws, &t, WALSYNC_RESTART);
+	walsync_peek(ws, &t);
+	ck_assert(!t.open);
+	ck_assert_int_eq(t.last_mode, WALSYNC_RESTART);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A commit that began before a checkpoint ended and wrote its frames
+ * after does not open the gate: its frames may be the ones that
+ * checkpoint copied.  A slower writer's older generation does not close
+ * a gate a newer commit opened. */
+START_TEST(a_commit_begun_before_the_checkpoint_ended_does_not_count)
+{
+	char db[256];
+	struct walsync *a, *b;
+	struct walsync_turn t;
+	uint64_t early, late;
+
+	setup();
+	db_path(db, sizeof db, "straddle");
+	a = open_ok(db);
+	b = open_ok(db);
+	commit_frames(b, 3000);
+	early = walsync_write_gen(b);		/* b begins a commit */
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 1);
+	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	walsync_written(b, early, 3010);	/* ... and ends it after */
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 0);
+	late = walsync_write_gen(b);
+	walsync_written(b, late, 3020);
+	walsync_written(a, early, 3015);	/* a slow writer reports late */
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 1);
+	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	walsync_close(a);
+	walsync_close(b);
+}
+END_TEST
+
+/* One checkpoint turn at a time, across handles and processes; the role
+ * is given up at the end of each turn (an idle process must not keep it:
+ * nobody else could checkpoint) and when its holder dies. */
 START_TEST(one_checkpointer_at_a_time)
 {
 	char db[256];
 	struct walsync *a, *b;
+	struct walsync_turn t;
 	pid_t kid;
 	int status;
 
@@ -449,17 +528,35 @@ START_TEST(one_checkpointer_at_a_time)
 	db_path(db, sizeof db, "role");
 	a = open_ok(db);
 	b = open_ok(db);
-	ck_assert_int_eq(walsync_checkpointer(a), 1);
-	ck_assert_int_eq(walsync_checkpointer(a), 1);	/* kept */
-	ck_assert_int_eq(walsync_checkpointer(b), 0);
+	commit_frames(a, 2000);
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 1);
+	ck_assert_int_eq(walsync_turn_begin(b, &t), 0);	/* a's turn */
 	if ((kid = fork()) == 0) {
 		struct walsync *c = open_ok(db);
-		_exit(walsync_checkpointer(c) == 0 ? 0 : 1);
+		struct walsync_turn u;
+		_exit(walsync_turn_begin(c, &u) == 0 ? 0 : 1);
 	}
 	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	commit_frames(a, 4000);
+	ck_assert_int_eq(walsync_turn_begin(b, &t), 1);	/* a gave it up */
+	walsync_turn_end(b, &t, WALSYNC_PASSIVE);
+
+	/* A holder that dies mid-turn gives the role back with it. */
+	commit_frames(a, 6000);
+	if ((kid = fork()) == 0) {
+		struct walsync *c = open_ok(db);
+		struct walsync_turn u;
+		if (walsync_turn_begin(c, &u) != 1)
+			_exit(1);
+		raise(SIGKILL);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(walsync_turn_begin(b, &t), 1);
+	walsync_turn_end(b, &t, WALSYNC_PASSIVE);
 	walsync_close(a);
-	ck_assert_int_eq(walsync_checkpointer(b), 1);
 	walsync_close(b);
 }
 END_TEST
@@ -527,6 +624,8 @@ suite(void)
 	tcase_add_test(tc, a_counter_gone_backwards_records_nothing);
 	tcase_add_test(tc, no_commit_sleeps_past_a_finished_sync);
 	tcase_add_test(tc, synced_beyond_committed_is_not_trusted);
+	tcase_add_test(tc, a_checkpoint_needs_a_commit_since_the_last);
+	tcase_add_test(tc, a_commit_begun_before_the_checkpoint_ended_does_not_count);
 	tcase_add_test(tc, one_checkpointer_at_a_time);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
