@@ -215,9 +215,16 @@ class TestDurability(unittest.TestCase):
                 time.sleep(0.05)
         k = threading.Thread(target=killer)
         k.start()
+        # For 3 s of killing, and on until 60 answers of 200 (150 tries
+        # used to give 55-77; once 5, the killing having kept every worker
+        # down), for at most 40 s.
+        start = time.time()
         try:
-            for i in range(150):
-                mid = "kill%03d" % i
+            i = 0
+            while ((time.time() < start + 3 or len(acked) < 60) and
+                   time.time() < start + 40):
+                i += 1
+                mid = "kill%04d" % i
                 try:
                     st = self.srv.deliver(SECRET_A, mid, event_body(mid), timeout=10)[0]
                 except OSError:
