@@ -375,6 +375,7 @@ inbox_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 		walsync_turn_end(ws, &t, 0);
 		return INBOX_OK;
 	}
+	walsync_turn_checkpoint(ws);
 	s = checkpoint(ib, mode == WALSYNC_RESTART, err);
 	walsync_turn_end(ws, &t, mode);
 	return s;

@@ -30,7 +30,8 @@ struct shared {
 					 * sync's start (the clock is system-wide) */
 	/* Checkpoints (walsync.h, "Checkpoints"); zero in a file made by
 	 * an older version, which is a valid state: the gate is closed. */
-	uint64_t	ckpt_gen;	/* bumped after every checkpoint */
+	uint64_t	ckpt_gen;	/* odd while a checkpoint runs, bumped
+					 * again (even) when it ends */
 	uint64_t	written_gen;	/* newest (ckpt_gen + 1) of a write that
 					 * committed frames */
 	uint64_t	wal_frames;	/* WAL size after the latest commit */
@@ -209,6 +210,14 @@ walsync_turn_begin(struct walsync *ws, struct walsync_turn *t)
 	if (rc == 1)
 		return 0;	/* another connection is checkpointing */
 	walsync_peek(ws, t);
+	if (rc == 0 && (__atomic_load_n(&ws->sh->ckpt_gen, __ATOMIC_SEQ_CST) & 1)) {
+		/* A checkpoint began and its connection died (the kernel gave
+		 * us its lock): it may have copied every frame back.  It ends
+		 * now; commits that begin from here reopen the gate. */
+		__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
+		(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
+		return 0;
+	}
 	if (!t->open) {
 		if (rc == 0)
 			(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
@@ -218,13 +227,21 @@ walsync_turn_begin(struct walsync *ws, struct walsync_turn *t)
 }
 
 void
+walsync_turn_checkpoint(struct walsync *ws)
+{
+	/* Odd while the checkpoint runs: if we die before walsync_turn_end,
+	 * the next turn knows (walsync_turn_begin). */
+	__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+void
 walsync_turn_end(struct walsync *ws, const struct walsync_turn *t, int mode)
 {
 	if (mode != 0) {
 		__atomic_store_n(&ws->sh->ckpt_frames, t->frames, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&ws->sh->ckpt_mode, (uint32_t)mode, __ATOMIC_SEQ_CST);
-		/* Last: closes the gate until a write that reads this
-		 * generation commits. */
+		/* Last: even again, and the gate closed until a commit that
+		 * reads this generation writes frames. */
 		__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
 	}
 	(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);

@@ -90,7 +90,10 @@ int	walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
  * still to copy, and nothing but a checkpoint (there is one at a time)
  * can copy them.  The shared page keeps that rule across processes:
  *
- *   ckpt_gen     bumped when a checkpoint ends;
+ *   ckpt_gen     bumped when a checkpoint starts (odd) and again when it
+ *                ends (even); odd with the role free means its
+ *                connection died mid-turn: the next turn asker ends it
+ *                (bumps it) and takes no turn;
  *   written_gen  each connection reads ckpt_gen when a commit begins
  *                (SQLite's commit hook: it holds the write lock, no frame
  *                of the commit is visible yet) and, once the commit wrote
@@ -132,17 +135,23 @@ void	walsync_peek(struct walsync *ws, struct walsync_turn *t);
 
 /*
  * Ask for a checkpoint turn.  Returns 1 with the role held and *t read
- * under it (the gate is open); 0 when another connection is checkpointing
- * or no commit has begun since the last checkpoint ended (nothing held);
- * -1 when the gate is open but the lock itself failed (then checkpoint
- * anyway: the WAL must not grow without bound; *t is filled).  After 1 or -1, call
+ * under it (the gate is open); 0 when another connection is checkpointing,
+ * when no commit has begun since the last checkpoint ended, or when the
+ * last one's connection died during it (nothing held); -1 when the gate is
+ * open but the lock itself failed (then checkpoint anyway: the WAL must
+ * not grow without bound; *t is filled).  After 1 or -1: if a checkpoint
+ * is to run, walsync_turn_checkpoint right before it; then, always,
  * walsync_turn_end.
  */
 int	walsync_turn_begin(struct walsync *ws, struct walsync_turn *t);
 
+/* A checkpoint of this turn starts now.  Never fails. */
+void	walsync_turn_checkpoint(struct walsync *ws);
+
 /* End a turn: `mode` 0 when no checkpoint ran; else the WALSYNC_ mode of
  * the one that ran — attempted counts, whatever it returned — with
- * t->frames as it was when it began.  Closes the gate, gives up the role. */
+ * t->frames as it was when the turn began.  Closes the gate (after a
+ * checkpoint), gives up the role. */
 void	walsync_turn_end(struct walsync *ws, const struct walsync_turn *t,
 	    int mode);
 

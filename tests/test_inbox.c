@@ -1629,6 +1629,7 @@ START_TEST(checkpoint_turns_follow_commits)
 		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
 	}
 	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);	/* as if it ran */
+	walsync_turn_checkpoint(ws);
 	walsync_turn_end(ws, &t, WALSYNC_PASSIVE);
 	walsync_peek(ws, &t);
 	ck_assert(!t.open);

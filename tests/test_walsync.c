@@ -444,6 +444,14 @@ commit_frames(struct walsync *ws, int frames)
 	walsync_written(ws, walsync_write_gen(ws), frames);
 }
 
+/* A turn whose checkpoint ran (or was attempted) in `mode`. */
+static void
+ran(struct walsync *ws, struct walsync_turn *t, int mode)
+{
+	walsync_turn_checkpoint(ws);
+	walsync_turn_end(ws, t, mode);
+}
+
 /* Checkpoints wait for a commit that began after the last one ended
  * (SQLite's WAL-reset race, walsync.h): none on a fresh file, one after a
  * commit, then none again until the next commit. */
@@ -462,7 +470,7 @@ START_TEST(a_checkpoint_needs_a_commit_since_the_last)
 	ck_assert(t.open);
 	ck_assert_uint_eq(t.frames, 2100);
 	ck_assert_int_eq(t.last_mode, 0);
-	walsync_turn_end(ws, &t, WALSYNC_PASSIVE);
+	ran(ws, &t, WALSYNC_PASSIVE);
 
 	walsync_peek(ws, &t);
 	ck_assert(!t.open);
@@ -474,7 +482,7 @@ START_TEST(a_checkpoint_needs_a_commit_since_the_last)
 	/* A turn that ran nothing leaves the gate as it was. */
 	walsync_turn_end(ws, &t, 0);
 	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);
-	walsync_turn_end(ws, &t, WALSYNC_RESTART);
+	ran(ws, &t, WALSYNC_RESTART);
 	walsync_peek(ws, &t);
 	ck_assert(!t.open);
 	ck_assert_int_eq(t.last_mode, WALSYNC_RESTART);
@@ -500,16 +508,53 @@ START_TEST(a_commit_begun_before_the_checkpoint_ended_does_not_count)
 	commit_frames(b, 3000);
 	early = walsync_write_gen(b);		/* b begins a commit */
 	ck_assert_int_eq(walsync_turn_begin(a, &t), 1);
-	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	ran(a, &t, WALSYNC_PASSIVE);
 	walsync_written(b, early, 3010);	/* ... and ends it after */
 	ck_assert_int_eq(walsync_turn_begin(a, &t), 0);
 	late = walsync_write_gen(b);
 	walsync_written(b, late, 3020);
 	walsync_written(a, early, 3015);	/* a slow writer reports late */
 	ck_assert_int_eq(walsync_turn_begin(a, &t), 1);
-	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	ran(a, &t, WALSYNC_PASSIVE);
 	walsync_close(a);
 	walsync_close(b);
+}
+END_TEST
+
+/* A connection that dies during its checkpoint may have copied every
+ * frame back: the next asker ends that turn and takes none, and only a
+ * commit that begins after that reopens the gate. */
+START_TEST(a_checkpointer_killed_mid_checkpoint_closes_the_gate)
+{
+	char db[256];
+	struct walsync *ws;
+	struct walsync_turn t;
+	uint64_t during;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "killed");
+	ws = open_ok(db);
+	commit_frames(ws, 2500);
+	if ((kid = fork()) == 0) {
+		struct walsync *c = open_ok(db);
+		struct walsync_turn u;
+		if (walsync_turn_begin(c, &u) != 1)
+			_exit(1);
+		walsync_turn_checkpoint(c);
+		raise(SIGKILL);		/* before walsync_turn_end */
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFSIGNALED(status));
+	during = walsync_write_gen(ws);		/* began while it ran */
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 0);	/* ends it */
+	walsync_written(ws, during, 2510);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 0);
+	commit_frames(ws, 2520);
+	ck_assert_int_eq(walsync_turn_begin(ws, &t), 1);
+	ran(ws, &t, WALSYNC_PASSIVE);
+	walsync_close(ws);
 }
 END_TEST
 
@@ -538,10 +583,10 @@ START_TEST(one_checkpointer_at_a_time)
 	}
 	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	walsync_turn_end(a, &t, WALSYNC_PASSIVE);
+	ran(a, &t, WALSYNC_PASSIVE);
 	commit_frames(a, 4000);
 	ck_assert_int_eq(walsync_turn_begin(b, &t), 1);	/* a gave it up */
-	walsync_turn_end(b, &t, WALSYNC_PASSIVE);
+	ran(b, &t, WALSYNC_PASSIVE);
 
 	/* A holder that dies mid-turn gives the role back with it. */
 	commit_frames(a, 6000);
@@ -555,7 +600,7 @@ START_TEST(one_checkpointer_at_a_time)
 	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
 	ck_assert(WIFSIGNALED(status));
 	ck_assert_int_eq(walsync_turn_begin(b, &t), 1);
-	walsync_turn_end(b, &t, WALSYNC_PASSIVE);
+	ran(b, &t, WALSYNC_PASSIVE);
 	walsync_close(a);
 	walsync_close(b);
 }
@@ -626,6 +671,7 @@ suite(void)
 	tcase_add_test(tc, synced_beyond_committed_is_not_trusted);
 	tcase_add_test(tc, a_checkpoint_needs_a_commit_since_the_last);
 	tcase_add_test(tc, a_commit_begun_before_the_checkpoint_ended_does_not_count);
+	tcase_add_test(tc, a_checkpointer_killed_mid_checkpoint_closes_the_gate);
 	tcase_add_test(tc, one_checkpointer_at_a_time);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
