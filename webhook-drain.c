@@ -43,6 +43,7 @@
 #include "lib/runlock.h"
 #include "lib/signature.h"
 #include "lib/util.h"
+#include "lib/walsync.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
@@ -1496,6 +1497,24 @@ executable(const char *prog, char *found, size_t foundsz)
 	return ok;
 }
 
+/* The counter page beside the inbox (lib/walsync.h), which this user's
+ * processes must be able to share with the others'. */
+static void
+check_walsync(struct findings *f, const char *database, struct buf *err)
+{
+	struct walsync *ws = NULL;
+
+	if (walsync_open(database, &ws, err) == 0)
+		finding(f, "ok", "wal-sync", "%s.wal-sync is shared", database);
+	else
+		finding(f, "FAIL", "wal-sync", "%s — without it each process "
+		    "syncs the WAL alone and checkpoints outside the schedule "
+		    "that avoids SQLite's WAL-reset race (README, \"Two "
+		    "users\"): chmod 660 it and give both users its group, or "
+		    "remove it while no receiver runs", err->data);
+	walsync_close(ws);
+}
+
 /*
  * check [--document-root DIR]: the setup as this user runs it, one finding
  * per line with how to fix it.  Exit 0 when nothing failed (warnings may
@@ -1591,6 +1610,7 @@ cmd_check(const struct config *c, struct opts *o)
 		else
 			finding(&f, "ok", "database", "writable by this user");
 		inbox_close(ib);
+		check_walsync(&f, c->database, &err);
 	}
 
 	/* The handler. */

@@ -111,6 +111,26 @@ class TestCheck(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertFinding(out, "FAIL", "database", "cannot")
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to act as nobody")
+    def test_wal_sync_not_writable_by_this_user(self):
+        # The database is writable for everyone, the receivers' shared
+        # counter page (made by "the web server": root here) is not.
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        self.assertFinding(out, "ok", "wal-sync", "is shared")
+        for p in (self.sb.dir, self.data):
+            os.chmod(p, 0o777)
+        os.chmod(self.sb.conf, 0o644)
+        os.chmod(self.handler, 0o755)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.keys["database"] + suffix):
+                os.chmod(self.keys["database"] + suffix, 0o666)
+        os.chmod(self.keys["database"] + ".wal-sync", 0o644)
+        rc, out = self.check(user="nobody")
+        self.assertEqual(rc, 1, out)
+        self.assertFinding(out, "ok", "database", "writable by this user")
+        self.assertFinding(out, "FAIL", "wal-sync", "Permission denied")
+
     def test_handler_missing_or_not_executable(self):
         self.conf(handler=None)
         rc, out = self.check()
