@@ -94,19 +94,25 @@ class TestCheck(unittest.TestCase):
         rc, out = self.check()
         self.assertFinding(out, "WARN", "database", "setgid")
 
+    def open_to_others(self, dirs, database):
+        """Let other users read the config and run the handler, with these
+        modes for the directories and for the database and its -wal and
+        -shm files."""
+        for p in (self.sb.dir, self.data):
+            os.chmod(p, dirs)
+        os.chmod(self.sb.conf, 0o644)
+        os.chmod(self.handler, 0o755)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.keys["database"] + suffix):
+                os.chmod(self.keys["database"] + suffix, database)
+
     @unittest.skipUnless(os.geteuid() == 0, "needs root to act as nobody")
     def test_database_not_writable_by_this_user(self):
         # The inbox exists (created by "the web server": root here) and
         # nobody may read but not write it or its directory.
         rc, out = self.check()
         self.assertEqual(rc, 0, out)
-        for p in (self.sb.dir, self.data):
-            os.chmod(p, 0o755)
-        os.chmod(self.sb.conf, 0o644)
-        os.chmod(self.handler, 0o755)
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(self.keys["database"] + suffix):
-                os.chmod(self.keys["database"] + suffix, 0o644)
+        self.open_to_others(0o755, 0o644)
         rc, out = self.check(user="nobody")
         self.assertEqual(rc, 1, out)
         self.assertFinding(out, "FAIL", "database", "cannot")
@@ -118,13 +124,7 @@ class TestCheck(unittest.TestCase):
         rc, out = self.check()
         self.assertEqual(rc, 0, out)
         self.assertFinding(out, "ok", "wal-sync", "is shared")
-        for p in (self.sb.dir, self.data):
-            os.chmod(p, 0o777)
-        os.chmod(self.sb.conf, 0o644)
-        os.chmod(self.handler, 0o755)
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(self.keys["database"] + suffix):
-                os.chmod(self.keys["database"] + suffix, 0o666)
+        self.open_to_others(0o777, 0o666)
         os.chmod(self.keys["database"] + ".wal-sync", 0o644)
         rc, out = self.check(user="nobody")
         self.assertEqual(rc, 1, out)
