@@ -37,7 +37,7 @@ struct inbox {
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
-	int		 wal_frames;	/* frames in the WAL after the last commit */
+	int		 wal_frames;	/* group commit: WAL frames after the last commit */
 	/* The files this connection writes, as opened: a receiver must not
 	 * acknowledge into a database that was moved or deleted meanwhile
 	 * (its rows would live only in an unlinked file). */
@@ -47,7 +47,7 @@ struct inbox {
 	struct walsync_turn turn;	/* checkpoints, when there is no shared file */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
-	struct walsync	*role;		/* otherwise: the checkpointer's role */
+	struct walsync	*role;		/* otherwise: for checkpoint turns */
 };
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
@@ -257,7 +257,6 @@ role_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 
 	(void)db;
 	(void)name;
-	ib->wal_frames = frames;
 	walsync_written(ib->role, ib->write_gen, frames);
 	buf_init(&err, 256);
 	if (inbox_checkpoint_turn(ib, frames, &err) != INBOX_OK)

@@ -186,9 +186,8 @@ walsync_written(struct walsync *ws, uint64_t gen, int frames)
 	while (seen < gen + 1 && !__atomic_compare_exchange_n(&ws->sh->written_gen,
 	    &seen, gen + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		;
-	if (frames >= 0)
-		__atomic_store_n(&ws->sh->wal_frames, (uint64_t)frames,
-		    __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ws->sh->wal_frames, (uint64_t)(frames < 0 ? 0 : frames),
+	    __ATOMIC_SEQ_CST);
 }
 
 void

@@ -124,9 +124,9 @@ struct walsync_turn {
  * checkpoint generation this commit begins in.  Never fails. */
 uint64_t walsync_write_gen(struct walsync *ws);
 
-/* From the WAL hook, after a commit that wrote `frames` (≥ 0: the WAL's
- * size in frames; -1: unknown, leave it) with the generation `gen` read
- * by walsync_write_gen.  Never fails. */
+/* From the WAL hook, after a commit that wrote frames: `frames` is the
+ * WAL's size in frames (SQLite's count), `gen` what walsync_write_gen
+ * returned when the commit began.  Never fails. */
 void	walsync_written(struct walsync *ws, uint64_t gen, int frames);
 
 /* The shared state without taking anything: to decide cheaply whether a
