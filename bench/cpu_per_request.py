@@ -75,7 +75,8 @@ def run(name, procs, threads, conns):
              "-d%ds" % SECONDS, "--latency", "-s",
              os.path.join(ROOT, "bench", "requests.lua"),
              "http://127.0.0.1:%d/hook" % srv.port],
-            env=dict(os.environ, BENCH_REQUESTS=req), capture_output=True,
+            env=dict(os.environ, BENCH_REQUESTS=req,
+                     BENCH_CONNECTIONS=str(conns)), capture_output=True,
             text=True, check=True).stdout
         after = {p: proc_cpu(p) for p in pids}
         busy = machine_busy() - busy0
@@ -89,9 +90,11 @@ def run(name, procs, threads, conns):
         rows = "-" if name == "bare" else str(sb.count() - warm)
         bad = int(kv["non2xx"]) + int(kv["exhausted"])
         print("%-6s procs %d threads %2d conns %2d: %6.0f req/s  p50 %s µs  "
-              "p99 %s µs  p99.9 %s µs  rows %s / sent %s%s | µs CPU per request: workers "
+              "p99 %s µs  p99.9 %s µs  max %s µs (wrk-corrected p99 %s µs  p99.9 %s µs)  "
+              "rows %s / sent %s%s | µs CPU per request: workers "
               "%.0f (system %.0f), lighttpd %.0f, machine %.0f"
-              % (name, procs, threads, conns, float(kv["rps"]), kv["p50_us"],
+              % (name, procs, threads, conns, float(kv["rps"]), kv["raw_p50_us"],
+                 kv["raw_p99_us"], kv["raw_p999_us"], kv["raw_max_us"],
                  kv["p99_us"], kv["p999_us"], rows, kv["sent"],
                  "  INVALID (%d non-2xx or ran out)" % bad if bad else "",
                  wk / n * 1e6, wks / n * 1e6, lt / n * 1e6, busy / n * 1e6),

@@ -72,6 +72,58 @@ function request()
 	return r
 end
 
+-- wrk 4 "corrects" its latency histogram for coordinated omission before
+-- done() sees it (wrk.c, stats_correct): with interval = duration ÷
+-- (completed ÷ connections), the run's mean time per request and
+-- connection, every latency L > 2 × interval also adds samples at
+-- L − interval, L − 2 × interval, … while above interval — what an
+-- open-loop client sending at that mean rate would have seen while the
+-- server stalled.  A closed client (the provider, at most 5 deliveries in
+-- flight) sees each delivery's own time.  raw_histogram() undoes the
+-- correction exactly, from the top down (a bucket's added samples come
+-- only from buckets above it in steps of interval), and returns the
+-- measured latencies as a sorted list of {value µs, count} and their
+-- number, or nil when BENCH_CONNECTIONS (wrk's -c) is not set.
+local function raw_histogram(summary, latency)
+	local conns = tonumber(os.getenv("BENCH_CONNECTIONS") or "")
+	if not conns then return nil end
+	local per_conn = math.floor(summary.requests / conns)
+	local buckets = {}
+	for i = 1, #latency do
+		local v, c = latency(i)
+		buckets[#buckets + 1] = {v, c}
+	end
+	if per_conn == 0 then return buckets end
+	local interval = math.floor(summary.duration / per_conn)
+	local added = {}
+	local raw = {}
+	for i = #buckets, 1, -1 do
+		local v, c = buckets[i][1], buckets[i][2]
+		local a = added[v] or 0
+		local orig = c - a
+		assert(orig >= 0, "latency histogram is not wrk 4's correction")
+		if orig > 0 then table.insert(raw, 1, {v, orig}) end
+		local m = v - interval
+		if m > interval and orig + a > 0 then
+			added[m] = (added[m] or 0) + orig + a
+		end
+	end
+	return raw
+end
+
+-- p-th percentile of a sorted {value, count} list, by wrk's own rule
+-- (stats.c, stats_percentile: the first value whose running count reaches
+-- round(p/100 × n + 0.5)).
+local function percentile(list, n, p)
+	local rank = math.floor(p / 100 * n + 0.5 + 0.5)
+	local total = 0
+	for _, b in ipairs(list) do
+		total = total + b[2]
+		if total >= rank then return b[1] end
+	end
+	return list[#list] and list[#list][1] or 0
+end
+
 function done(summary, latency, requests)
 	local sent, exhausted, loaded = 0, 0, 0
 	for _, t in ipairs(threads) do
@@ -80,14 +132,24 @@ function done(summary, latency, requests)
 		loaded = loaded + t:get("total")
 	end
 	local e = summary.errors
+	local raw = raw_histogram(summary, latency)
+	local raw_n, raw_fields = 0, "raw_n=-1"
+	if raw then
+		for _, b in ipairs(raw) do raw_n = raw_n + b[2] end
+		raw_fields = string.format(
+		    "raw_n=%d raw_p50_us=%d raw_p90_us=%d raw_p99_us=%d raw_p999_us=%d raw_max_us=%d",
+		    raw_n, percentile(raw, raw_n, 50), percentile(raw, raw_n, 90),
+		    percentile(raw, raw_n, 99), percentile(raw, raw_n, 99.9),
+		    raw[#raw] and raw[#raw][1] or 0)
+	end
 	io.write(string.format(
 	    "BENCH requests=%d sent=%d loaded=%d duration_us=%d rps=%.1f " ..
 	    "p50_us=%d p90_us=%d p99_us=%d p999_us=%d max_us=%d non2xx=%d connect=%d " ..
-	    "read=%d write=%d timeout=%d exhausted=%d\n",
+	    "read=%d write=%d timeout=%d exhausted=%d %s\n",
 	    summary.requests, sent, loaded, summary.duration,
 	    summary.requests / (summary.duration / 1e6),
 	    latency:percentile(50), latency:percentile(90),
 	    latency:percentile(99), latency:percentile(99.9), latency.max,
 	    e.status, e.connect, e.read,
-	    e.write, e.timeout, exhausted))
+	    e.write, e.timeout, exhausted, raw_fields))
 end
