@@ -23,15 +23,18 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I.
 B	?= build
 SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	    -fno-sanitize-recover=undefined
+# ThreadSanitizer, for the tests of what threads share (lib/committer.c).
+TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+TSAN_TESTS = test_committer
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
-	  test_inbox test_handler test_runlock test_walsync
+	  test_inbox test_handler test_runlock test_walsync test_committer
 
-.PHONY: all deps test test-all test-build san bench demo clean install static
+.PHONY: all deps test test-all test-build san tsan bench demo clean install static
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 $(B)/%.o: %.c lib/*.h
@@ -65,6 +68,9 @@ test-build: all $(UNIT_TESTS:%=$(B)/tests/%)
 san:
 	$(MAKE) B=build-san CFLAGS='$(SAN_FLAGS)' test-build
 
+tsan:
+	$(MAKE) B=build-tsan CFLAGS='$(TSAN_FLAGS)' all $(TSAN_TESTS:%=build-tsan/tests/%)
+
 # `make test` and `make demo` first install what is missing (Debian 12),
 # then run in a fresh make so pkg-config sees the new packages.
 deps:
@@ -73,7 +79,7 @@ deps:
 test: deps
 	$(MAKE) test-all
 
-test-all: test-build san static
+test-all: test-build san tsan static
 	tests/run
 
 bench: deps
@@ -146,4 +152,4 @@ $(SB)/webhook.fcgi: $(SB)/webhook.fcgi.o $(SB)/libwebhook.a $(SB)/cjson/libcjson
 	@if ldd $@ >/dev/null 2>&1; then echo "$@ is not static" >&2; rm -f $@; exit 1; fi
 
 clean:
-	rm -rf build build-san build-static
+	rm -rf build build-san build-tsan build-static

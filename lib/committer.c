@@ -212,6 +212,7 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
     struct buf *err)
 {
 	struct pending me = { d, INBOX_FAILED, WAIT, &thread_wake, err, NULL };
+	int lead;
 
 	if (!thread_wake_ready) {
 		if (sem_init(&thread_wake, 0, 0) == -1) {
@@ -225,15 +226,29 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 	pthread_mutex_lock(&cm->mu);
 	*cm->tail = &me;
 	cm->tail = &me.next;
-	if (!cm->busy) {
+	if ((lead = !cm->busy)) {
 		cm->busy = 1;	/* the queue was empty: we are its head */
 		me.role = LEAD;
 	}
 	pthread_mutex_unlock(&cm->mu);
-	if (me.role != LEAD)
+	/* Not the leader now: a leader sets our role (DONE, or LEAD when it
+	 * hands us the lead) and then posts our semaphore, exactly once.
+	 * Wait for that post whatever me.role already says: a hand-off can
+	 * set LEAD between the unlock above and a look at me.role, and
+	 * skipping the wait then would leave its post on the semaphore, to
+	 * wake this thread's next wait at once, role WAIT, as a second leader
+	 * on the same connection. */
+	if (!lead)
 		wait_turn(&me);
 	if (me.role == DONE)
 		return me.status;
+	if (me.role != LEAD) {
+		/* Woken with no role: a post we did not wait for.  Leading now
+		 * would put two threads on the writer connection (a corrupt
+		 * inbox); a restarted process is the safe way out. */
+		log_msg("committer: woken without a role (a bug); stopping");
+		abort();
+	}
 
 	/* Lead: we are at the head of the queue.  Take up to COMMITTER_BATCH
 	 * (our own delivery first), commit them, then hand the lead to

@@ -97,6 +97,7 @@ class Sandbox:
             # the clock tests, ahead of the ASan runtime.
             "ASAN_OPTIONS": "log_path=%s/asan:detect_leaks=1:verify_asan_link_order=0" % self.san_dir,
             "UBSAN_OPTIONS": "log_path=%s/ubsan:print_stacktrace=1:halt_on_error=1" % self.san_dir,
+            "TSAN_OPTIONS": "log_path=%s/tsan" % self.san_dir,
         }
 
     def sanitizer_reports(self):
