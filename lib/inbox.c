@@ -344,8 +344,19 @@ turn_mode(const struct walsync_turn *t)
 	uint64_t since = t->frames >= t->last_frames ? t->last_frames : 0;
 
 	if (t->frames >= INBOX_RESTART_FRAMES && t->last_mode == WALSYNC_PASSIVE &&
-	    since != 0)
-		return WALSYNC_RESTART;
+	    since != 0) {
+		/* A RESTART copies, while writers wait, what was appended
+		 * since the PASSIVE before it began.  While that is more than
+		 * INBOX_RESTART_TAIL_FRAMES, another PASSIVE first: each one
+		 * copies only what came during the last, so the tail shrinks
+		 * to what arrives during one short checkpoint.  Past
+		 * INBOX_RESTART_MAX_FRAMES, RESTART whatever the tail: the
+		 * WAL stays under journal_size_limit. */
+		if (t->frames - since <= INBOX_RESTART_TAIL_FRAMES ||
+		    t->frames >= INBOX_RESTART_MAX_FRAMES)
+			return WALSYNC_RESTART;
+		return WALSYNC_PASSIVE;
+	}
 	if (t->frames - since >= INBOX_CHECKPOINT_FRAMES)
 		return WALSYNC_PASSIVE;
 	return 0;
