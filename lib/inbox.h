@@ -76,13 +76,15 @@ void	inbox_close(struct inbox *ib);	/* accepts NULL */
 #define INBOX_RESTART_FRAMES	16000
 /* The most frames a RESTART checkpoint may have to copy while writers
  * wait (256 frames, 1 MiB): more, and the turn runs another PASSIVE
- * first.  Until INBOX_RESTART_MAX_FRAMES (80 MiB, still under
- * journal_size_limit), from which a RESTART runs whatever it has to copy.
+ * first.  Until INBOX_RESTART_MAX_FRAMES (72 MiB), from which a RESTART
+ * runs whatever it has to copy: a RESTART that fails (a reader on an old
+ * snapshot past INBOX_RESTART_WAIT_MS) is tried again 2000 frames later,
+ * and three such tries still fit under journal_size_limit (~24400 frames).
  * With the tail unbounded (a RESTART right after one PASSIVE of 2000
  * frames) RESTARTs were the p99.9 at 5 connections (bench/RESULTS.md,
  * "fourth round"). */
 #define INBOX_RESTART_TAIL_FRAMES	256
-#define INBOX_RESTART_MAX_FRAMES	20000
+#define INBOX_RESTART_MAX_FRAMES	18000
 enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);
 
 /* A verified delivery, as the receiver stores it. */
