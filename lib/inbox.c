@@ -334,8 +334,9 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
  * Which checkpoint a turn runs: WALSYNC_PASSIVE once the WAL grew by
  * INBOX_CHECKPOINT_FRAMES since the last one began; past
  * INBOX_RESTART_FRAMES, WALSYNC_RESTART right after a PASSIVE one (at the
- * next turn: a commit must come between, walsync.h), so that little is
- * left to copy while writers wait; 0: none.
+ * next turn: a commit must come between, walsync.h) that left at most
+ * INBOX_RESTART_TAIL_FRAMES behind it, or another PASSIVE until then (see
+ * below); 0: none.
  */
 static int
 turn_mode(const struct walsync_turn *t)

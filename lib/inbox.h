@@ -240,7 +240,8 @@ int	inbox_wal_frames(const struct inbox *ib);
  * A checkpoint turn: when the WAL has grown by INBOX_CHECKPOINT_FRAMES since
  * the last checkpoint began, a PASSIVE checkpoint (copies what it can,
  * blocks nobody); past INBOX_RESTART_FRAMES, the turn after a PASSIVE one
- * is a RESTART one (see INBOX_RESTART_WAIT_MS), so that the WAL stays
+ * that left little behind (INBOX_RESTART_TAIL_FRAMES; at the latest from
+ * INBOX_RESTART_MAX_FRAMES) is a RESTART one (see INBOX_RESTART_WAIT_MS), so that the WAL stays
  * bounded under unbroken load — PASSIVE alone let it reach 1.6 GB in 15 s
  * of saturation, since a writer restarts the WAL only when it finds every
  * frame copied back.  Checkpoints always sync the database file, whatever
