@@ -509,8 +509,8 @@ class Session:
             why.append("%d server log lines during the run" % len(logs))
         self.say("%s: %.0f req/s, p50 %dus, p99 %dus (wrk-corrected %dus), "
                  "non-2xx %d, rows %s/%d (completed %d), valid %s%s"
-                 % (label, w["rps"], w.get("raw_p50_us", -1),
-                    w.get("raw_p99_us", -1), w["p99_us"], w["non2xx"],
+                 % (label, w["rps"], w["raw_p50_us"], w["raw_p99_us"],
+                    w["p99_us"], w["non2xx"],
                     "-" if stored is None else stored, w["sent"],
                     w["requests"], "yes" if valid else "no",
                     " (%s)" % "; ".join(why) if why else ""))
@@ -520,7 +520,7 @@ class Session:
             % (conns, threads, conns, self.secs, server.url(path), label))
         return {"label": label, "server": server.name, "conns": conns,
                 "threads": threads, "rps": w["rps"],
-                "p50": w.get("raw_p50_us", -1), "p99": w.get("raw_p99_us", -1),
+                "p50": w["raw_p50_us"], "p99": w["raw_p99_us"],
                 "p99_wrk": w["p99_us"], "non2xx": w["non2xx"], "stored": stored,
                 "sent": w["sent"], "completed": w["requests"], "valid": valid,
                 "why": why, "logs": logs[:5], "load": "%s→%s" % (load_before,

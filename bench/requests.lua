@@ -102,11 +102,15 @@ local function raw_histogram(summary, latency)
 		local a = added[v] or 0
 		local orig = c - a
 		assert(orig >= 0, "latency histogram is not wrk 4's correction")
-		if orig > 0 then table.insert(raw, 1, {v, orig}) end
+		if orig > 0 then raw[#raw + 1] = {v, orig} end
 		local m = v - interval
 		if m > interval and orig + a > 0 then
 			added[m] = (added[m] or 0) + orig + a
 		end
+	end
+	-- Collected from the top: ascending order for percentile().
+	for i = 1, math.floor(#raw / 2) do
+		raw[i], raw[#raw + 1 - i] = raw[#raw + 1 - i], raw[i]
 	end
 	return raw
 end

@@ -346,13 +346,8 @@ turn_mode(const struct walsync_turn *t)
 
 	if (t->frames >= INBOX_RESTART_FRAMES && t->last_mode == WALSYNC_PASSIVE &&
 	    since != 0) {
-		/* A RESTART copies, while writers wait, what was appended
-		 * since the PASSIVE before it began.  While that is more than
-		 * INBOX_RESTART_TAIL_FRAMES, another PASSIVE first: each one
-		 * copies only what came during the last, so the tail shrinks
-		 * to what arrives during one short checkpoint.  Past
-		 * INBOX_RESTART_MAX_FRAMES, RESTART whatever the tail: the
-		 * WAL stays under journal_size_limit. */
+		/* What a RESTART would copy with writers held back: what came
+		 * since the last PASSIVE began (inbox.h, the limits' reasons). */
 		if (t->frames - since <= INBOX_RESTART_TAIL_FRAMES ||
 		    t->frames >= INBOX_RESTART_MAX_FRAMES)
 			return WALSYNC_RESTART;
