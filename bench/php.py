@@ -115,6 +115,39 @@ def functional(srv, path, key, db, table):
     return ok, text
 
 
+def latency_floor(by, conns_list):
+    """What the goals ask of each delivery's mean time (Little's law: wrk's
+    connections send the next delivery as soon as an answer arrives, so
+    conns ÷ rate is the mean), beside the floors bench/run measured just
+    before: the bare responder's mean at the same connections
+    (BENCH_BARE_RPS_<conns>) and a 4 KiB write + fdatasync
+    (BENCH_SYNC_US, commit_cost), which every durable 200 waits for after
+    its own write.  Nothing when run without bench/run's figures."""
+    sync = os.environ.get("BENCH_SYNC_US")
+    out = []
+    for c in conns_list:
+        bare = os.environ.get("BENCH_BARE_RPS_%d" % c)
+        if not sync or not bare or float(bare) <= 0:
+            continue
+        a, b = by[("php-a", c)]["rps"], by[("php-b", c)]["rps"]
+        if a <= 0 or b <= 0:
+            continue
+        floor = c / float(bare) * 1e6 + float(sync)
+        out.append("- %d connections: 10 × PHP A is %.0f req/s, a mean of **%.0f µs** "
+                   "per delivery; 4 × PHP B is %.0f req/s, **%.0f µs**. The bare "
+                   "responder's mean in bench/run's run above was %.0f µs and a 4 KiB "
+                   "write + fdatasync takes %.0f µs here: **%.0f µs** before "
+                   "verifying, parsing or storing anything."
+                   % (c, 10 * a, c / (10 * a) * 1e6, 4 * b, c / (4 * b) * 1e6,
+                      c / float(bare) * 1e6, float(sync), floor))
+    if out:
+        out = ["What the goals ask of each delivery, against the floors measured "
+               "in this run (each delivery's mean time is connections ÷ req/s: "
+               "wrk's connections send the next one as soon as an answer "
+               "arrives):", ""] + out + [""]
+    return out
+
+
 def main():
     s = bl.Session(PROG, "php")
     conns_list = [int(c) for c in os.environ.get("BENCH_CONNS", "5 32").split()]
@@ -295,6 +328,8 @@ def main():
                  % (c, ra, "met" if ra >= 10 else "not met", rb,
                     "met" if rb >= 4 else "not met",
                     "yes" if o["valid"] and a["valid"] and b["valid"] else "**no**"))
+    L.append("")
+    L.extend(latency_floor(by, conns_list))
     bl.finish(s, results, L, rows)
     return 0
 
