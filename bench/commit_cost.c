@@ -62,6 +62,20 @@ usec(const struct timeval *tv)
 
 static char ids[MAXN][48], bodies[MAXN][BODY + 1];
 
+/* One result line: "way N us_per_row user_us sys_us" for `rows` rows
+ * stored between the two getrusage readings. */
+static void
+print_cost(const char *way, int n, const struct rusage *r0,
+    const struct rusage *r1, long rows)
+{
+	double user = usec(&r1->ru_utime) - usec(&r0->ru_utime);
+	double sys = usec(&r1->ru_stime) - usec(&r0->ru_stime);
+
+	printf("%s %d %.1f %.1f %.1f\n", way, n, (user + sys) / (double)rows,
+	    user / (double)rows, sys / (double)rows);
+	fflush(stdout);
+}
+
 /* Delivery i of the next batch: an id and a 1 KiB body like signed.py's. */
 static void
 make(int i, long *seq)
@@ -134,12 +148,7 @@ run(const char *dir, const char *way, int durable, int n, long rows,
 		if (store(ib, n, &seq, durable, &err) == -1)
 			goto fail;
 	getrusage(RUSAGE_SELF, &r1);
-	printf("%s %d %.1f %.1f %.1f\n", way, n,
-	    (usec(&r1.ru_utime) - usec(&r0.ru_utime) + usec(&r1.ru_stime) -
-	    usec(&r0.ru_stime)) / (double)done,
-	    (usec(&r1.ru_utime) - usec(&r0.ru_utime)) / (double)done,
-	    (usec(&r1.ru_stime) - usec(&r0.ru_stime)) / (double)done);
-	fflush(stdout);
+	print_cost(way, n, &r0, &r1, done);
 	rc = 0;
 fail:
 	if (rc != 0)
@@ -196,12 +205,7 @@ run_minimal(const char *dir, int n, long rows, long prefill)
 		if (minimal_batch(db, ins, n, &seq) == -1)
 			goto out;
 	getrusage(RUSAGE_SELF, &r1);
-	printf("minimal %d %.1f %.1f %.1f\n", n,
-	    (usec(&r1.ru_utime) - usec(&r0.ru_utime) + usec(&r1.ru_stime) -
-	    usec(&r0.ru_stime)) / (double)done,
-	    (usec(&r1.ru_utime) - usec(&r0.ru_utime)) / (double)done,
-	    (usec(&r1.ru_stime) - usec(&r0.ru_stime)) / (double)done);
-	fflush(stdout);
+	print_cost("minimal", n, &r0, &r1, done);
 	rc = 0;
 out:
 	if (rc != 0)
