@@ -117,8 +117,8 @@ def functional(srv, path, key, db, table):
 
 def durable_ceiling(by, conns_list):
     """The rates the goals ask for beside what bench/run's durable ceiling
-    (bench/bare.c with BARE_SYNC: read the body, write and fdatasync it,
-    answer; no verifying, no SQLite, no batching) reached just before, at
+    (bench/bare.c with BARE_SYNC: read the body, write it, answer after a
+    group-committed fdatasync; no verifying, no SQLite) reached just before, at
     the same connections (BENCH_BARESYNC_RPS_<conns>).  Nothing when run
     without bench/run's figures."""
     out = []
@@ -133,8 +133,9 @@ def durable_ceiling(by, conns_list):
                    % (c, 10 * a, 4 * b, float(ceil), by[("ours", c)]["rps"]))
     if out:
         out = ["What the goals ask, beside bench/run's durable ceiling (a "
-               "FastCGI responder that only writes and fdatasyncs each body "
-               "before its 200: no signature, no SQLite, no batching):", ""] \
+               "FastCGI responder that only writes each body and answers after a "
+               "group-committed fdatasync, 8 threads per process: no "
+               "signature, no SQLite):", ""] \
             + out + [""]
     return out
 
