@@ -221,6 +221,7 @@ out:
 static int
 verify_cost(void)
 {
+	/* The Standard Webhooks documentation's example secret. */
 	static const char secret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 	static unsigned char content[48 + 16 + BODY];
 	struct signature_key key;

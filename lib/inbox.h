@@ -76,7 +76,7 @@ void	inbox_close(struct inbox *ib);	/* accepts NULL */
 #define INBOX_RESTART_FRAMES	16000
 /* The most frames a RESTART checkpoint may have to copy while writers
  * wait (256 frames, 1 MiB): more, and the turn runs another PASSIVE
- * first.  Until INBOX_RESTART_MAX_FRAMES (72 MiB), from which a RESTART
+ * first.  Until INBOX_RESTART_MAX_FRAMES (about 70 MiB), from which a RESTART
  * runs whatever it has to copy: a RESTART that fails (a reader on an old
  * snapshot past INBOX_RESTART_WAIT_MS) is tried again 2000 frames later,
  * and three such tries still fit under journal_size_limit (~24400 frames).
@@ -241,10 +241,10 @@ int	inbox_wal_frames(const struct inbox *ib);
  * the last checkpoint began, a PASSIVE checkpoint (copies what it can,
  * blocks nobody); past INBOX_RESTART_FRAMES, the turn after a PASSIVE one
  * that left little behind (INBOX_RESTART_TAIL_FRAMES; at the latest from
- * INBOX_RESTART_MAX_FRAMES) is a RESTART one (see INBOX_RESTART_WAIT_MS), so that the WAL stays
- * bounded under unbroken load — PASSIVE alone let it reach 1.6 GB in 15 s
- * of saturation, since a writer restarts the WAL only when it finds every
- * frame copied back.  Checkpoints always sync the database file, whatever
+ * INBOX_RESTART_MAX_FRAMES) is a RESTART one (see INBOX_RESTART_WAIT_MS),
+ * so that the WAL stays bounded under unbroken load — PASSIVE alone let
+ * it reach 1.6 GB in 15 s of saturation, since a writer restarts the WAL
+ * only when it finds every frame copied back.  Checkpoints always sync the database file, whatever
  * the connection's synchronous level.
  *
  * One connection at a time across every program using the inbox, and
