@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -33,6 +35,7 @@
 #include <fcgiapp.h>
 #include <sodium.h>
 
+#include "lib/acceptor.h"
 #include "lib/committer.h"
 #include "lib/config.h"
 #include "lib/event.h"
@@ -96,6 +99,8 @@ struct worker {
 	struct buf	 err;
 	FCGX_Request	 req;
 	pthread_t	 tid;
+	const int	*stop;	/* set: end at the next EINTR in accept */
+	int		 conn;	/* a relay's: the standby's connection */
 };
 
 static pthread_mutex_t site_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -640,6 +645,10 @@ worker_main(void *arg)
 		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
 		rc = FCGX_Accept_r(&w->req);
 		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		/* FCGI_FAIL_ACCEPT_ON_INTR: a SIGUSR2 ends accept(2) with
+		 * EINTR; it means "stop" only when our listener says so. */
+		if (rc == -EINTR && !__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
+			continue;
 		if (rc < 0)
 			break;
 		r.fcgi = &w->req;
@@ -683,14 +692,413 @@ thread_count(void)
 	return (int)n;
 }
 
+/* Standbys one acceptor takes at most, and request threads in all
+ * (WEBHOOK_THREADS for each standby, besides its own): lighttpd's and
+ * mod_fcgid's usual process counts fit; a standby past a cap serves its
+ * own socket, as without an acceptor. */
+#define STANDBYS_MAX		32
+#define RELAY_THREADS_MAX	256
+
+/* A standby's connection to us (lib/acceptor.h) and the request threads
+ * that take connections from it: each blocks in acceptor_receive (the
+ * kernel hands a message to one of them) and serves what it gets. */
+struct relay {
+	int		 conn;
+	int		 started;
+	struct worker	*workers;
+};
+
+/* How long a passed connection may stay silent before its first
+ * request, ms: libfcgi's READABLE_UNIX_FD_DROP_DEAD_TIMEVAL. */
+#define KEEPER_WAIT_MS		2000
+
+/* Serve the connection `fd` (a standby passed it, or we could not pass
+ * it): every request on it, then close it. */
+static void
+serve_connection(struct worker *w, int fd)
+{
+	struct request r;
+	/* FCGX_Accept_r reads a request from a connection already open
+	 * (ipcFd ≥ 0) instead of accepting.  Its opening FCGX_Finish_r
+	 * would close it unless the connection counts as kept; the
+	 * FCGI_BEGIN_REQUEST then sets keepConnection as the server asks. */
+	struct pollfd pfd = { fd, POLLIN, 0 };
+
+	/* As libfcgi does after its own accept (is_af_unix_keeper): a
+	 * connection that sends nothing within KEEPER_WAIT_MS is dropped
+	 * rather than left to hold this thread. */
+	if (poll(&pfd, 1, KEEPER_WAIT_MS) != 1) {
+		close(fd);
+		return;
+	}
+	w->req.ipcFd = fd;
+	w->req.keepConnection = 1;
+	for (;;) {
+		int rc;
+
+		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
+		rc = FCGX_Accept_r(&w->req);
+		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		/* < 0: the connection ended (after it, libfcgi tries to accept
+		 * on listen_sock -1 and fails) */
+		if (rc < 0)
+			break;
+		r.fcgi = &w->req;
+		r.envp = w->req.envp;
+		r.body_read = 0;
+		handle(w, &r);
+		FCGX_Finish_r(&w->req);
+		if (w->req.ipcFd < 0)
+			break;		/* closed: the server keeps no connection */
+	}
+	if (w->req.ipcFd >= 0) {
+		FCGX_Free(&w->req, 1);
+		w->req.ipcFd = -1;
+	}
+}
+
+static void *
+relay_main(void *arg)
+{
+	struct worker *w = arg;
+	int fd;
+
+	/* -1: the standby left, or we shut its connection down at stop
+	 * (messages already queued are still received first). */
+	while ((fd = acceptor_receive(w->conn)) != -1)
+		serve_connection(w, fd);
+	return NULL;
+}
+
+static struct relay *
+relay_start(int conn, int n)
+{
+	struct relay *rl;
+	int i;
+
+	if ((rl = calloc(1, sizeof *rl)) == NULL ||
+	    (rl->workers = calloc((size_t)n, sizeof *rl->workers)) == NULL) {
+		free(rl);
+		return NULL;
+	}
+	rl->conn = conn;
+	for (i = 0; i < n; i++) {
+		struct worker *w = &rl->workers[i];
+
+		worker_init(w);
+		w->conn = conn;
+		if (FCGX_InitRequest(&w->req, -1, 0) != 0 ||
+		    pthread_create(&w->tid, NULL, relay_main, w) != 0) {
+			worker_free(w);
+			w->tid = 0;
+			log_msg("cannot start a request thread");
+			break;
+		}
+		rl->started++;
+	}
+	if (rl->started == 0) {
+		free(rl->workers);
+		free(rl);
+		return NULL;
+	}
+	return rl;
+}
+
+/* Free a relay whose threads all ended; closes the connection. */
+static void
+relay_free(struct relay *rl)
+{
+	int i;
+
+	for (i = 0; i < rl->started; i++)
+		worker_free(&rl->workers[i]);
+	free(rl->workers);
+	close(rl->conn);
+	free(rl);
+}
+
+/* A standby's one thread: accept on our socket, pass each connection to
+ * the acceptor on ctl (w->stop's owner ends it with SIGUSR2). */
+struct standby {
+	struct worker	 w;
+	int		 ctl;
+	int		 stop;		/* atomic */
+	int		 serving;	/* atomic: a connection it could not pass */
+	int		 lost;		/* atomic: accept(2) failed for good */
+};
+
+static void *
+standby_main(void *arg)
+{
+	struct standby *sb = arg;
+	int fd, rc;
+
+	for (;;) {
+		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
+		fd = accept4(0, NULL, NULL, SOCK_CLOEXEC);
+		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		if (fd == -1) {
+			if (__atomic_load_n(&sb->stop, __ATOMIC_ACQUIRE))
+				break;
+			if (errno == EINTR || errno == ECONNABORTED ||
+			    errno == EPROTO || errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				if (errno != EINTR)
+					usleep(10000);
+				continue;
+			}
+			log_msg("accept: %s", strerror(errno));
+			__atomic_store_n(&sb->lost, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		/* A pass waits while the acceptor's queue is full: a stop
+		 * (SIGUSR2) must end that wait too. */
+		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
+		rc = acceptor_pass(sb->ctl, fd);
+		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		if (rc == 0) {
+			close(fd);
+			continue;
+		}
+		/* The acceptor is gone (the main thread sees the connection
+		 * end and elects again), or we stop while it does not read:
+		 * this one is ours. */
+		__atomic_store_n(&sb->serving, 1, __ATOMIC_RELEASE);
+		serve_connection(&sb->w, fd);
+		break;
+	}
+	return NULL;
+}
+
+/* End the standby's thread: woken from accept(2), or left to finish the
+ * connection it is serving. */
+static void
+standby_end(struct standby *sb)
+{
+	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELEASE);
+	while (pthread_tryjoin_np(sb->w.tid, NULL) != 0) {
+		if (!__atomic_load_n(&sb->serving, __ATOMIC_ACQUIRE))
+			pthread_kill(sb->w.tid, SIGUSR2);
+		usleep(2000);
+	}
+	worker_free(&sb->w);
+}
+
+/* Start `n` threads accepting on our own socket (fd 0). */
+static int
+own_start(struct worker *own, int n, const int *stop)
+{
+	int i, started = 0;
+
+	for (i = 0; i < n; i++) {
+		struct worker *w = &own[i];
+
+		worker_init(w);
+		w->stop = stop;
+		if (FCGX_InitRequest(&w->req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
+		    pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+			worker_free(w);
+			w->tid = 0;
+			log_msg("cannot start request thread %d", i);
+			break;
+		}
+		started++;
+	}
+	return started;
+}
+
+static void
+poke(struct worker *w, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (w[i].tid != 0)
+			pthread_kill(w[i].tid, SIGUSR2);
+}
+
+/*
+ * Serve until a stop signal (SIGTERM, SIGUSR1, SIGHUP, read from `sfd`),
+ * or until our own socket fails every thread.  With `share`, first join
+ * our siblings (lib/acceptor.h): lead them, or pass them our connections
+ * as a standby, and take over when the acceptor is gone.
+ */
+static int
+serve(int sfd, int nthreads, int share)
+{
+	struct relay *relays[STANDBYS_MAX];
+	struct pollfd pfd[2];
+	struct acceptor_group g;
+	enum acceptor_role role = ACCEPTOR_ALONE;
+	struct worker *own;
+	struct standby sb;
+	struct buf err;
+	int i, j, nrelays = 0, nown = 0, ctl = -1, rc = 0, own_stop = 0;
+	int standby_running = 0, relay_threads = 0, heard;
+	int64_t now, last_heard = 0, last_ping = 0;
+
+	if ((own = calloc((size_t)nthreads, sizeof *own)) == NULL) {
+		log_msg("out of memory");
+		return 1;
+	}
+	memset(&sb, 0, sizeof sb);
+	buf_init(&err, 256);
+	if (share && acceptor_group_name(&g, &err) == -1) {
+		log_msg("serving alone: %s", err.data);
+		share = 0;
+	}
+	for (;;) {
+		/* (Re)join: at start, and when our acceptor is gone. */
+		if ((share && ctl == -1) || (!share && nown == 0)) {
+			role = share ? acceptor_join(&g, &ctl, &err) : ACCEPTOR_ALONE;
+			if (share && role == ACCEPTOR_ALONE) {
+				log_msg("serving alone: %s", err.data);
+				share = 0;
+			}
+			if (role == ACCEPTOR_STANDBY) {
+				sb.ctl = ctl;
+				sb.stop = 0;
+				sb.serving = 0;
+				sb.lost = 0;
+				worker_init(&sb.w);
+				if (FCGX_InitRequest(&sb.w.req, -1, 0) != 0 ||
+				    pthread_create(&sb.w.tid, NULL, standby_main,
+				    &sb) != 0) {
+					log_msg("cannot start the accepting thread");
+					worker_free(&sb.w);
+					rc = 1;
+					break;
+				}
+				standby_running = 1;
+				last_heard = util_mono_ns();
+			} else if ((nown = own_start(own, nthreads, &own_stop)) == 0) {
+				rc = 1;
+				break;
+			}
+		}
+		pfd[0].fd = sfd;
+		pfd[1].fd = ctl;
+		pfd[0].events = pfd[1].events = POLLIN;
+		if (poll(pfd, 2, 200) == -1 && errno != EINTR) {
+			log_msg("poll: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		if (pfd[0].revents != 0) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				break;
+		}
+		now = util_mono_ns();
+		heard = 0;
+		if (role == ACCEPTOR_STANDBY && pfd[1].revents != 0 &&
+		    (heard = acceptor_heard(ctl)) == 1)
+			last_heard = now;
+		if (role == ACCEPTOR_STANDBY &&
+		    __atomic_load_n(&sb.lost, __ATOMIC_ACQUIRE)) {
+			pthread_join(sb.w.tid, NULL);
+			worker_free(&sb.w);	/* our socket went away */
+			standby_running = 0;
+			break;
+		}
+		if (role == ACCEPTOR_STANDBY && (heard == -1 ||
+		    now - last_heard > (int64_t)ACCEPTOR_SILENCE_MS * 1000000)) {
+			/* Our acceptor is gone: elect again.  Or it is
+			 * silent (stopped, hung): serve our socket alone. */
+			if (heard != -1) {
+				log_msg("serving alone: the acceptor has not "
+				    "answered for %d s", ACCEPTOR_SILENCE_MS / 1000);
+				share = 0;
+			}
+			standby_end(&sb);
+			standby_running = 0;
+			close(ctl);
+			ctl = -1;
+			continue;
+		}
+		if (role == ACCEPTOR_LEAD &&
+		    now - last_ping >= (int64_t)ACCEPTOR_PING_MS * 1000000) {
+			for (i = 0; i < nrelays; i++)
+				acceptor_ping(relays[i]->conn);
+			last_ping = now;
+		}
+		if (role == ACCEPTOR_LEAD && (pfd[1].revents & POLLIN)) {
+			int conn;
+
+			if (acceptor_admit(ctl, &conn, &err) == -1) {
+				log_msg("acceptor: %s", err.data);
+			} else if (nrelays < STANDBYS_MAX &&
+			    relay_threads + nthreads <= RELAY_THREADS_MAX &&
+			    (relays[nrelays] = relay_start(conn, nthreads)) != NULL) {
+				relay_threads += relays[nrelays]->started;
+				nrelays++;
+				(void)acceptor_answer(conn, 1);
+			} else {
+				(void)acceptor_answer(conn, 0);
+				close(conn);
+			}
+		}
+		/* Standbys that left (every thread of theirs ended). */
+		for (i = j = 0; i < nrelays; i++) {
+			struct relay *rl = relays[i];
+
+			if (join_finished(rl->workers, rl->started) > 0) {
+				relays[j++] = rl;
+				continue;
+			}
+			relay_threads -= rl->started;
+			relay_free(rl);
+		}
+		nrelays = j;
+		if (nown > 0 && join_finished(own, nown) == 0) {
+			nown = 0;	/* our socket went away */
+			break;
+		}
+	}
+
+	/* Stop.  Standbys elect another acceptor at once; connections they
+	 * passed already are still served; then every thread ends (busy
+	 * ones after the request in hand). */
+	if (role == ACCEPTOR_LEAD && ctl != -1)
+		close(ctl);
+	for (i = 0; i < nrelays; i++)
+		shutdown(relays[i]->conn, SHUT_RDWR);
+	if (standby_running) {
+		standby_end(&sb);
+		close(ctl);
+	}
+	__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
+	FCGX_ShutdownPending();
+	for (;;) {
+		int alive = join_finished(own, nown);
+
+		for (i = 0; i < nrelays; i++)
+			alive += join_finished(relays[i]->workers,
+			    relays[i]->started);
+		if (alive == 0)
+			break;
+		poke(own, nown);
+		for (i = 0; i < nrelays; i++)	/* idle on a kept connection */
+			poke(relays[i]->workers, relays[i]->started);
+		usleep(20000);
+	}
+	for (i = 0; i < nrelays; i++)
+		relay_free(relays[i]);
+	for (i = 0; i < nthreads; i++)
+		worker_free(&own[i]);
+	free(own);
+	buf_free(&err);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
-	struct worker *workers = NULL;
 	struct sigaction sa;
 	struct request r;
 	sigset_t stop;
-	int i, nthreads, started = 0, sig = 0, rc = 0;
+	const char *acc;
+	int sfd, rc, share;
 
 	(void)argc;
 	(void)argv;
@@ -721,8 +1129,9 @@ main(int argc, char **argv)
 		log_msg("FastCGI initialisation failed");
 		return 1;
 	}
-	/* Every thread blocks the stop signals: the main thread takes them
-	 * with sigwait.  (libfcgi's own SIGTERM/SIGUSR1 handlers never run.) */
+	/* Every thread blocks the stop signals: the main thread reads them
+	 * from a signalfd.  (libfcgi's own SIGTERM/SIGUSR1 handlers never
+	 * run.) */
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGUSR1);
@@ -732,48 +1141,31 @@ main(int argc, char **argv)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
 	sigaction(SIGUSR2, &sa, NULL);
+	/* A standby that dies while we write to it must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-
-	nthreads = thread_count();
-	if ((workers = calloc((size_t)nthreads, sizeof *workers)) == NULL) {
-		log_msg("out of memory");
+	if ((sfd = signalfd(-1, &stop, SFD_CLOEXEC)) == -1) {
+		log_msg("signalfd: %s", strerror(errno));
 		return 1;
 	}
-	for (i = 0; i < nthreads; i++) {
-		worker_init(&workers[i]);
-		if (FCGX_InitRequest(&workers[i].req, 0, 0) != 0 ||
-		    pthread_create(&workers[i].tid, NULL, worker_main,
-		    &workers[i]) != 0) {
-			log_msg("cannot start request thread %d", i);
-			rc = 1;
-			break;
-		}
-		started++;
-	}
 
-	/* Wait for a stop signal, or for every thread to end by itself (the
-	 * listening socket went away).  A joined thread's tid is set to 0. */
-	for (;;) {
-		struct timespec tick = { 0, 200000000 };
-
-		sig = sigtimedwait(&stop, NULL, &tick);
-		if (sig > 0 || join_finished(workers, started) == 0)
-			break;
+	/* WEBHOOK_ACCEPTOR=own: every process accepts on its own socket. */
+	acc = getenv("WEBHOOK_ACCEPTOR");
+	if (acc != NULL && *acc != '\0' && strcmp(acc, "own") != 0 &&
+	    strcmp(acc, "shared") != 0)
+		log_msg("WEBHOOK_ACCEPTOR=%s is neither \"shared\" nor \"own\"; "
+		    "using \"shared\"", acc);
+	share = acc == NULL || strcmp(acc, "own") != 0;
+	/* libfcgi checks a TCP peer against FCGI_WEB_SERVER_ADDRS when it
+	 * accepts; a standby accepts by itself, so that list keeps every
+	 * process on its own. */
+	if (share && getenv("FCGI_WEB_SERVER_ADDRS") != NULL) {
+		log_msg("serving alone: FCGI_WEB_SERVER_ADDRS is set");
+		share = 0;
 	}
-	/* Stop: threads in accept are woken, again and again to close the
-	 * window between libfcgi's shutdown check and accept(2); busy ones
-	 * finish the request in hand first. */
-	FCGX_ShutdownPending();
-	while (join_finished(workers, started) > 0) {
-		for (i = 0; i < started; i++)
-			if (workers[i].tid != 0)
-				pthread_kill(workers[i].tid, SIGUSR2);
-		usleep(20000);
-	}
-	for (i = 0; i < nthreads; i++)
-		worker_free(&workers[i]);
-	free(workers);
+	rc = serve(sfd, thread_count(), share);
+	close(sfd);
 	pthread_mutex_lock(&site_mu);
 	{
 		struct site *st = current;
