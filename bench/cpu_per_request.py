@@ -10,7 +10,9 @@ alone, from /proc/PID/stat), lighttpd's, and the whole machine's busy time
 
 Each argument is one run, NAME:PROCS:THREADS:CONNS, where NAME is "bare"
 (bench/bare.c, built by bench/run into build/bench/bare) or "full" /
-"normal" (webhook.fcgi with that synchronous; THREADS is WEBHOOK_THREADS).
+"normal" (webhook.fcgi with that synchronous; THREADS is WEBHOOK_THREADS);
+"full-own" / "normal-own" are the same with WEBHOOK_ACCEPTOR=own (every
+process accepts on its own socket, no acceptor: lib/acceptor.h).
 Example, 4 processes × 8 threads against 1 × 32, at 32 connections:
 
     python3 bench/cpu_per_request.py bare:4:1:32 full:4:8:32 full:1:32:32
@@ -51,10 +53,15 @@ def machine_busy():
 
 def run(name, procs, threads, conns):
     sb = Sandbox()
+    env = {"WEBHOOK_THREADS": str(threads)}
+    label = name
+    if name.endswith("-own"):
+        name = name[:-len("-own")]
+        env["WEBHOOK_ACCEPTOR"] = "own"
     write_conf(sb.conf, database=sb.db, secret=SECRET_A,
                synchronous="NORMAL" if name == "normal" else "FULL")
     srv = Lighttpd(sb, procs=procs, fcgi=BARE if name == "bare" else FCGI,
-                   extra_env={"WEBHOOK_THREADS": str(threads)})
+                   extra_env=env)
     try:
         for i in range(2 * procs):          # start every worker
             srv.deliver(SECRET_A, "warm%d" % i, event_body("warm%d" % i))
@@ -89,11 +96,11 @@ def run(name, procs, threads, conns):
         time.sleep(0.5)                     # requests still in flight land
         rows = "-" if name == "bare" else str(sb.count() - warm)
         bad = int(kv["non2xx"]) + int(kv["exhausted"])
-        print("%-6s procs %d threads %2d conns %2d: %6.0f req/s  p50 %s µs  "
+        print("%-8s procs %d threads %2d conns %2d: %6.0f req/s  p50 %s µs  "
               "p99 %s µs  p99.9 %s µs  max %s µs (wrk-corrected p99 %s µs  p99.9 %s µs)  "
               "rows %s / sent %s%s | µs CPU per request: workers "
               "%.0f (system %.0f), lighttpd %.0f, machine %.0f"
-              % (name, procs, threads, conns, float(kv["rps"]), kv["raw_p50_us"],
+              % (label, procs, threads, conns, float(kv["rps"]), kv["raw_p50_us"],
                  kv["raw_p99_us"], kv["raw_p999_us"], kv["raw_max_us"],
                  kv["p99_us"], kv["p999_us"], rows, kv["sent"],
                  "  INVALID (%d non-2xx or ran out)" % bad if bad else "",
@@ -109,8 +116,9 @@ def main():
         sys.exit(__doc__)
     for spec in sys.argv[1:]:
         name, procs, threads, conns = spec.split(":")
-        if name not in ("bare", "full", "normal"):
-            sys.exit("unknown responder %r (bare, full, normal)" % name)
+        if name not in ("bare", "full", "normal", "full-own", "normal-own"):
+            sys.exit("unknown responder %r (bare, full, normal, full-own, "
+                     "normal-own)" % name)
         run(name, int(procs), int(threads), int(conns))
 
 
