@@ -701,7 +701,8 @@ thread_count(void)
 
 /* A standby's connection to us (lib/acceptor.h) and the request threads
  * that take connections from it: each blocks in acceptor_receive (the
- * kernel hands a message to one of them) and serves what it gets. */
+ * kernel hands a message to one of them) and serves what it gets.  (Or,
+ * with conn -1, the one thread serving a connection we could not pass.) */
 struct relay {
 	int		 conn;
 	int		 started;
@@ -813,18 +814,21 @@ relay_free(struct relay *rl)
 	for (i = 0; i < rl->started; i++)
 		worker_free(&rl->workers[i]);
 	free(rl->workers);
-	close(rl->conn);
+	if (rl->conn != -1)
+		close(rl->conn);
 	free(rl);
 }
 
 /* A standby's one thread: accept on our socket, pass each connection to
- * the acceptor on ctl (w->stop's owner ends it with SIGUSR2). */
+ * the acceptor on ctl; the main thread ends it (stop, SIGUSR2). */
 struct standby {
-	struct worker	 w;
+	struct worker	 w;		/* only its tid is used */
 	int		 ctl;
 	int		 stop;		/* atomic */
-	int		 serving;	/* atomic: a connection it could not pass */
+	int		 done;		/* atomic: the thread ended by itself */
 	int		 lost;		/* atomic: accept(2) failed for good */
+	int		 pass_errno;	/* atomic: a pass failed with it */
+	int		 orphan;	/* the connection that could not pass */
 };
 
 static void *
@@ -860,28 +864,70 @@ standby_main(void *arg)
 			close(fd);
 			continue;
 		}
-		/* The acceptor is gone (the main thread sees the connection
-		 * end and elects again), or we stop while it does not read:
-		 * this one is ours. */
-		__atomic_store_n(&sb->serving, 1, __ATOMIC_RELEASE);
-		serve_connection(&sb->w, fd);
+		/* The acceptor is gone, refuses more descriptors
+		 * (ETOOMANYREFS), or we stop: the main thread serves this
+		 * one, and decides what we are now.  Never served here: a
+		 * kept connection would hold this thread, and the main
+		 * thread waiting for it, for as long as the server likes. */
+		sb->orphan = fd;
+		__atomic_store_n(&sb->pass_errno, errno == EINTR ? 0 : errno,
+		    __ATOMIC_RELEASE);
 		break;
 	}
+	__atomic_store_n(&sb->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-/* End the standby's thread: woken from accept(2), or left to finish the
- * connection it is serving. */
-static void
+/* End the standby's thread (in accept(2) or a pass: both end on EINTR).
+ * Returns the connection it could not pass, or -1. */
+static int
 standby_end(struct standby *sb)
 {
 	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELEASE);
 	while (pthread_tryjoin_np(sb->w.tid, NULL) != 0) {
-		if (!__atomic_load_n(&sb->serving, __ATOMIC_ACQUIRE))
-			pthread_kill(sb->w.tid, SIGUSR2);
+		pthread_kill(sb->w.tid, SIGUSR2);
 		usleep(2000);
 	}
-	worker_free(&sb->w);
+	return sb->orphan;
+}
+
+static void *
+orphan_main(void *arg)
+{
+	struct worker *w = arg;
+
+	serve_connection(w, w->conn);
+	return NULL;
+}
+
+/* Serve a connection a standby could not pass, in a thread of its own,
+ * kept with the relays (joined, and woken at stop, the same way). */
+static struct relay *
+orphan_start(int fd)
+{
+	struct relay *rl;
+
+	if ((rl = calloc(1, sizeof *rl)) == NULL ||
+	    (rl->workers = calloc(1, sizeof *rl->workers)) == NULL) {
+		free(rl);
+		close(fd);
+		return NULL;
+	}
+	rl->conn = -1;
+	worker_init(&rl->workers[0]);
+	rl->workers[0].conn = fd;
+	if (FCGX_InitRequest(&rl->workers[0].req, -1, 0) != 0 ||
+	    pthread_create(&rl->workers[0].tid, NULL, orphan_main,
+	    &rl->workers[0]) != 0) {
+		worker_free(&rl->workers[0]);
+		free(rl->workers);
+		free(rl);
+		close(fd);
+		log_msg("cannot start a request thread");
+		return NULL;
+	}
+	rl->started = 1;
+	return rl;
 }
 
 /* Start `n` threads accepting on our own socket (fd 0). */
@@ -935,7 +981,7 @@ serve(int sfd, int nthreads, int share)
 	struct buf err;
 	int i, j, nrelays = 0, nown = 0, ctl = -1, rc = 0, own_stop = 0;
 	int standby_running = 0, relay_threads = 0, heard;
-	int64_t now, last_heard = 0, last_ping = 0;
+	int64_t now, last_heard = 0, last_ping = 0, last_loop;
 
 	if ((own = calloc((size_t)nthreads, sizeof *own)) == NULL) {
 		log_msg("out of memory");
@@ -947,6 +993,7 @@ serve(int sfd, int nthreads, int share)
 		log_msg("serving alone: %s", err.data);
 		share = 0;
 	}
+	last_loop = util_mono_ns();
 	for (;;) {
 		/* (Re)join: at start, and when our acceptor is gone. */
 		if ((share && ctl == -1) || (!share && nown == 0)) {
@@ -958,14 +1005,13 @@ serve(int sfd, int nthreads, int share)
 			if (role == ACCEPTOR_STANDBY) {
 				sb.ctl = ctl;
 				sb.stop = 0;
-				sb.serving = 0;
+				sb.done = 0;
 				sb.lost = 0;
-				worker_init(&sb.w);
-				if (FCGX_InitRequest(&sb.w.req, -1, 0) != 0 ||
-				    pthread_create(&sb.w.tid, NULL, standby_main,
+				sb.pass_errno = 0;
+				sb.orphan = -1;
+				if (pthread_create(&sb.w.tid, NULL, standby_main,
 				    &sb) != 0) {
 					log_msg("cannot start the accepting thread");
-					worker_free(&sb.w);
 					rc = 1;
 					break;
 				}
@@ -990,31 +1036,59 @@ serve(int sfd, int nthreads, int share)
 				break;
 		}
 		now = util_mono_ns();
-		heard = 0;
-		if (role == ACCEPTOR_STANDBY && pfd[1].revents != 0 &&
-		    (heard = acceptor_heard(ctl)) == 1)
+		/* Our own loop stalled (a paused VM, a stopped process): the
+		 * silence was ours, not the acceptor's. */
+		if (now - last_loop > (int64_t)ACCEPTOR_SILENCE_MS * 1000000 / 2)
 			last_heard = now;
-		if (role == ACCEPTOR_STANDBY &&
-		    __atomic_load_n(&sb.lost, __ATOMIC_ACQUIRE)) {
-			pthread_join(sb.w.tid, NULL);
-			worker_free(&sb.w);	/* our socket went away */
-			standby_running = 0;
-			break;
-		}
-		if (role == ACCEPTOR_STANDBY && (heard == -1 ||
-		    now - last_heard > (int64_t)ACCEPTOR_SILENCE_MS * 1000000)) {
-			/* Our acceptor is gone: elect again.  Or it is
-			 * silent (stopped, hung): serve our socket alone. */
-			if (heard != -1) {
+		last_loop = now;
+		if (role == ACCEPTOR_STANDBY) {
+			int gone = 0, alone = 0, e;
+
+			if (pfd[1].revents != 0) {
+				heard = acceptor_heard(ctl);
+				if (heard == 1)
+					last_heard = now;
+				gone = heard == -1;
+			}
+			if (__atomic_load_n(&sb.lost, __ATOMIC_ACQUIRE)) {
+				pthread_join(sb.w.tid, NULL);
+				standby_running = 0;	/* our socket went away */
+				break;
+			}
+			e = __atomic_load_n(&sb.pass_errno, __ATOMIC_ACQUIRE);
+			if (!gone && __atomic_load_n(&sb.done, __ATOMIC_ACQUIRE)) {
+				if (e == EPIPE || e == ECONNRESET)
+					gone = 1;
+				else {
+					log_msg("serving alone: cannot pass a "
+					    "connection to the acceptor: %s",
+					    strerror(e));
+					alone = 1;
+				}
+			}
+			if (!gone && !alone &&
+			    now - last_heard > (int64_t)ACCEPTOR_SILENCE_MS * 1000000) {
 				log_msg("serving alone: the acceptor has not "
 				    "answered for %d s", ACCEPTOR_SILENCE_MS / 1000);
-				share = 0;
+				alone = 1;
 			}
-			standby_end(&sb);
-			standby_running = 0;
-			close(ctl);
-			ctl = -1;
-			continue;
+			if (gone || alone) {
+				/* Gone: elect again.  Silent or refusing:
+				 * serve our socket ourselves. */
+				int orphan = standby_end(&sb);
+
+				standby_running = 0;
+				close(ctl);
+				ctl = -1;
+				if (alone)
+					share = 0;
+				if (orphan != -1 && nrelays < STANDBYS_MAX &&
+				    (relays[nrelays] = orphan_start(orphan)) != NULL)
+					nrelays++;
+				else if (orphan != -1)
+					close(orphan);
+				continue;
+			}
 		}
 		if (role == ACCEPTOR_LEAD &&
 		    now - last_ping >= (int64_t)ACCEPTOR_PING_MS * 1000000) {
@@ -1062,10 +1136,17 @@ serve(int sfd, int nthreads, int share)
 	if (role == ACCEPTOR_LEAD && ctl != -1)
 		close(ctl);
 	for (i = 0; i < nrelays; i++)
-		shutdown(relays[i]->conn, SHUT_RDWR);
+		if (relays[i]->conn != -1)
+			shutdown(relays[i]->conn, SHUT_RDWR);
 	if (standby_running) {
-		standby_end(&sb);
+		int orphan = standby_end(&sb);
+
 		close(ctl);
+		if (orphan != -1 && nrelays < STANDBYS_MAX &&
+		    (relays[nrelays] = orphan_start(orphan)) != NULL)
+			nrelays++;
+		else if (orphan != -1)
+			close(orphan);
 	}
 	__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
 	FCGX_ShutdownPending();

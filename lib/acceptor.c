@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -45,6 +46,21 @@ hash_string(crypto_generichash_state *h, const char *s)
 	crypto_generichash_update(h, (const unsigned char *)s, strlen(s) + 1);
 }
 
+/* The identity of the file at `path` (device and inode), or nothing when
+ * it cannot be read. */
+static void
+hash_file(crypto_generichash_state *h, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return;
+	crypto_generichash_update(h, (const unsigned char *)&st.st_dev,
+	    sizeof st.st_dev);
+	crypto_generichash_update(h, (const unsigned char *)&st.st_ino,
+	    sizeof st.st_ino);
+}
+
 int
 acceptor_group_name(struct acceptor_group *g, struct buf *err)
 {
@@ -76,6 +92,18 @@ acceptor_group_name(struct acceptor_group *g, struct buf *err)
 		return -1;
 	}
 	hash_string(&h, path);
+	/* Names are as seen in our mount namespace and root; abstract
+	 * sockets are shared by the whole network namespace.  Two
+	 * containers on the host's network, or two chroots, may run the
+	 * same paths over different files (another webhook.conf, another
+	 * inbox): the namespace and the files themselves tell them apart. */
+	if ((n = readlink("/proc/self/ns/mnt", path, sizeof path - 1)) > 0) {
+		path[n] = '\0';
+		hash_string(&h, path);
+	}
+	hash_file(&h, "/proc/self/exe");
+	hash_file(&h, "/");
+	hash_file(&h, ".");
 	for (e = environ; e != NULL && *e != NULL; e++)
 		hash_string(&h, *e);
 	crypto_generichash_final(&h, digest, sizeof digest);
@@ -98,6 +126,14 @@ set_timeout(int fd, int ms)
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+static void
+set_send_timeout(int fd, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 /* Is the process at the other end of `fd` one of our user's?  0 yes, -1
@@ -187,6 +223,10 @@ acceptor_join(const struct acceptor_group *g, int *fd, struct buf *err)
 			close(s);
 			return ACCEPTOR_ALONE;
 		}
+		/* A listener whose queue is full (anyone's: abstract names
+		 * have no owner) would hold connect(2) for ever: bound it,
+		 * and the hello, with SO_SNDTIMEO. */
+		set_send_timeout(s, ACCEPTOR_TIMEOUT_MS);
 		if (connect(s, (const struct sockaddr *)&g->sa, g->len) == -1) {
 			int e = errno;
 			close(s);
@@ -195,7 +235,13 @@ acceptor_join(const struct acceptor_group *g, int *fd, struct buf *err)
 				nap();
 				continue;
 			}
-			set_err(err, "connect", e);
+			buf_reset(err);
+			if (e == EAGAIN)
+				(void)buf_printf(err, "connect: no room in the "
+				    "acceptor's queue for %d ms",
+				    ACCEPTOR_TIMEOUT_MS);
+			else
+				set_err(err, "connect", e);
 			return ACCEPTOR_ALONE;
 		}
 		if (same_user(s, err) == -1) {
@@ -204,6 +250,9 @@ acceptor_join(const struct acceptor_group *g, int *fd, struct buf *err)
 		}
 		rc = hello(s, err);
 		if (rc == ACCEPTOR_STANDBY) {
+			/* Passes may wait for a busy acceptor (the pings
+			 * tell a busy one from a stopped one). */
+			set_send_timeout(s, 0);
 			*fd = s;
 			return ACCEPTOR_STANDBY;
 		}

@@ -26,7 +26,9 @@
  * one itself.
  *
  * Siblings are processes that would answer any request identically: the
- * same user, executable, working directory and environment.  The group
+ * same user, executable, working directory and environment, in the same
+ * mount namespace and root (abstract names are shared by a whole network
+ * namespace: containers on the host's network must not meet).  The group
  * name is a hash of those.  (Not the parent: spawn-fcgi -F's children
  * outlive the spawn-fcgi that forked them, and some would find it, some
  * init.  Two servers running the same program for the same user in the
@@ -74,8 +76,10 @@ struct acceptor_group {
 /*
  * Name the group this process belongs to (see above): "\0webhook.fcgi-"
  * and 32 hex digits of a BLAKE2b hash (libsodium's crypto_generichash) of
- * the uid, /proc/self/exe's target, the working directory and every
- * environment string.  Returns 0, or -1 with the reason in err.
+ * the uid, /proc/self/exe's target, the working directory, the mount
+ * namespace (/proc/self/ns/mnt), the device and inode of the executable,
+ * of / and of the working directory, and every environment string.
+ * Returns 0, or -1 with the reason in err.
  */
 int	acceptor_group_name(struct acceptor_group *g, struct buf *err)
 	    __attribute__((warn_unused_result));

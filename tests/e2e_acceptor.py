@@ -11,6 +11,7 @@ leaves each process serving its own socket.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -340,15 +341,23 @@ class TestSpawned(unittest.TestCase):
         self.assertTrue(opens_inbox(b.proc.pid, self.sb.db))
         self.assertEqual(group_names_of(a.proc.pid) + group_names_of(b.proc.pid), [])
 
-    def squatter(self, name):
-        """A process of another user holding the abstract name."""
+    def squatter(self, name, full=False):
+        """A process of another user holding the abstract name; `full`:
+        one that never accepts, its queue filled by itself."""
         code = ("import socket,sys,time\n"
                 "s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\n"
-                "s.bind(b'\\0'+sys.argv[1].encode()); s.listen(8)\n"
+                "s.bind(b'\\0'+sys.argv[1].encode())\n"
+                "if sys.argv[2] == 'full':\n"
+                "    s.listen(0)\n"
+                "    c=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\n"
+                "    c.connect(b'\\0'+sys.argv[1].encode())\n"
+                "    print('ready',flush=True); time.sleep(300)\n"
+                "s.listen(8)\n"
                 "print('ready',flush=True)\n"
                 "while True:\n"
                 "    c,_=s.accept(); time.sleep(30)\n")
-        p = subprocess.Popen([PYTHON, "-c", code, name], user=NOBODY,
+        p = subprocess.Popen([PYTHON, "-c", code, name, "full" if full else "open"],
+                             user=NOBODY,
                              stdout=subprocess.PIPE, text=True)
         self.assertEqual(p.stdout.readline().strip(), "ready")
         return p
@@ -370,6 +379,52 @@ class TestSpawned(unittest.TestCase):
             sq.kill()
             sq.wait()
             sq.stdout.close()
+
+    @unittest.skipIf(os.geteuid() != 0, "needs root to run as another user")
+    def test_a_name_whose_queue_is_full_does_not_hang_us(self):
+        # connect(2) to a listener whose queue is full waits for ever
+        # unless bounded: a process of anyone's could hold the name so.
+        a = self.start()
+        names = wait_for(lambda: group_names_of(a.proc.pid))
+        a.stop()
+        sq = self.squatter(names[0], full=True)
+        try:
+            b = self.start()
+            self.assertTrue(wait_for(lambda: "no room in the acceptor's queue"
+                                     in self.log(), timeout=10))
+            self.assertEqual(self.deliver(b, "b"), 200)
+            t0 = time.time()
+            b.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(b.proc.wait(5), 0)
+            self.assertLess(time.time() - t0, 2)
+        finally:
+            sq.kill()
+            sq.wait()
+            sq.stdout.close()
+
+    @unittest.skipIf(os.geteuid() != 0 or not shutil.which("unshare"),
+                     "needs root and unshare(1)")
+    def test_another_mount_namespace_is_another_group(self):
+        # Same paths, same environment, another mount namespace (a
+        # container on the host's network): the files behind the paths
+        # may differ, so the processes must not pass each other work.
+        a = self.start()
+        self.assertTrue(wait_for(lambda: group_names_of(a.proc.pid)))
+        b = FcgiProcess(self.sb, env={"WEBHOOK_THREADS": str(THREADS)},
+                        argv=["unshare", "--mount", "--propagation", "private"])
+        self.procs.append(b)
+        self.assertTrue(wait_for(lambda: any(group_names_of(p) for p in
+                                             self.pids_of(b))))
+        self.assertEqual(standbys_taken(a.proc.pid), 0)
+        self.assertEqual(self.deliver(b, "b"), 200)
+        self.assertEqual(self.deliver(a, "a"), 200)
+        self.assertEqual(self.sb.count(), 2)
+
+    def pids_of(self, p):
+        """The process and its children (unshare execs, so usually one)."""
+        out = subprocess.run(["pgrep", "-P", str(p.proc.pid)],
+                             capture_output=True, text=True).stdout
+        return [p.proc.pid] + [int(x) for x in out.split()]
 
     @unittest.skipIf(os.geteuid() != 0, "needs root to run as another user")
     def test_a_stranger_cannot_join_our_group(self):

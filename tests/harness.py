@@ -258,9 +258,9 @@ def _nv(name, value):
 
 class FcgiProcess:
     """webhook.fcgi started the way spawn-fcgi does: a listening Unix socket
-    on fd 0."""
+    on fd 0 (argv: a command that execs it, e.g. unshare)."""
 
-    def __init__(self, sandbox, fcgi=FCGI, env=None):
+    def __init__(self, sandbox, fcgi=FCGI, env=None, argv=()):
         self.path = os.path.join(sandbox.dir, "direct-%d.sock" % free_port())
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)
@@ -269,7 +269,7 @@ class FcgiProcess:
         e.update(env or {})
         self.stderr_path = os.path.join(sandbox.dir, "direct.stderr")
         self.err = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen([fcgi], stdin=self.listener.fileno(),
+        self.proc = subprocess.Popen(list(argv) + [fcgi], stdin=self.listener.fileno(),
                                      stdout=subprocess.DEVNULL,
                                      stderr=self.err, env=e)
 
