@@ -630,11 +630,35 @@ on_wake(int sig)
 	(void)sig;
 }
 
+/*
+ * One request on w->req: accept it (a connection on the listening socket,
+ * or the next request on the connection already open in ipcFd), handle it
+ * and finish it.  SIGUSR2 can interrupt only the accepting.  Returns
+ * FCGX_Accept_r's result: < 0 when nothing was accepted.
+ */
+static int
+serve_one(struct worker *w)
+{
+	struct request r;
+	int rc;
+
+	pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
+	rc = FCGX_Accept_r(&w->req);
+	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+	if (rc < 0)
+		return rc;
+	r.fcgi = &w->req;
+	r.envp = w->req.envp;
+	r.body_read = 0;
+	handle(w, &r);
+	FCGX_Finish_r(&w->req);
+	return 0;
+}
+
 static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct request r;
 	int rc;
 
 	/* No mutex around FCGX_Accept_r (libfcgi's threaded example has one
@@ -642,20 +666,13 @@ worker_main(void *arg)
 	 * kernel wakes one blocked thread per connection, where a mutex cost
 	 * a second wake-up per request. */
 	for (;;) {
-		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
-		rc = FCGX_Accept_r(&w->req);
-		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+		rc = serve_one(w);
 		/* FCGI_FAIL_ACCEPT_ON_INTR: a SIGUSR2 ends accept(2) with
 		 * EINTR; it means "stop" only when our listener says so. */
 		if (rc == -EINTR && !__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
 			continue;
 		if (rc < 0)
 			break;
-		r.fcgi = &w->req;
-		r.envp = w->req.envp;
-		r.body_read = 0;
-		handle(w, &r);
-		FCGX_Finish_r(&w->req);
 	}
 	return NULL;
 }
@@ -718,11 +735,6 @@ struct relay {
 static void
 serve_connection(struct worker *w, int fd)
 {
-	struct request r;
-	/* FCGX_Accept_r reads a request from a connection already open
-	 * (ipcFd ≥ 0) instead of accepting.  Its opening FCGX_Finish_r
-	 * would close it unless the connection counts as kept; the
-	 * FCGI_BEGIN_REQUEST then sets keepConnection as the server asks. */
 	struct pollfd pfd = { fd, POLLIN, 0 };
 
 	/* As libfcgi does after its own accept (is_af_unix_keeper): a
@@ -732,26 +744,17 @@ serve_connection(struct worker *w, int fd)
 		close(fd);
 		return;
 	}
+	/* FCGX_Accept_r reads a request from a connection already open
+	 * (ipcFd ≥ 0) instead of accepting.  Its opening FCGX_Finish_r
+	 * would close it unless the connection counts as kept; the
+	 * FCGI_BEGIN_REQUEST then sets keepConnection as the server asks. */
 	w->req.ipcFd = fd;
 	w->req.keepConnection = 1;
-	for (;;) {
-		int rc;
-
-		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
-		rc = FCGX_Accept_r(&w->req);
-		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-		/* < 0: the connection ended (after it, libfcgi tries to accept
-		 * on listen_sock -1 and fails) */
-		if (rc < 0)
-			break;
-		r.fcgi = &w->req;
-		r.envp = w->req.envp;
-		r.body_read = 0;
-		handle(w, &r);
-		FCGX_Finish_r(&w->req);
-		if (w->req.ipcFd < 0)
-			break;		/* closed: the server keeps no connection */
-	}
+	/* < 0: the connection ended (libfcgi then tries to accept on
+	 * listen_sock -1, and fails); ipcFd < 0: closed after the answer,
+	 * the server keeps no connection. */
+	while (serve_one(w) == 0 && w->req.ipcFd >= 0)
+		;
 	if (w->req.ipcFd >= 0) {
 		FCGX_Free(&w->req, 1);
 		w->req.ipcFd = -1;

@@ -329,6 +329,21 @@ acceptor_heard(int conn)
 	return heard;
 }
 
+/* A one-byte message at *byte, with room for ancillary data in
+ * ctl[ctllen]. */
+static void
+message(struct msghdr *msg, struct iovec *iov, char *byte, void *ctl,
+    size_t ctllen)
+{
+	memset(msg, 0, sizeof *msg);
+	iov->iov_base = byte;
+	iov->iov_len = 1;
+	msg->msg_iov = iov;
+	msg->msg_iovlen = 1;
+	msg->msg_control = ctl;
+	msg->msg_controllen = ctllen;
+}
+
 int
 acceptor_pass(int conn, int fd)
 {
@@ -341,14 +356,8 @@ acceptor_pass(int conn, int fd)
 	struct iovec iov;
 	char byte = 'C';
 
-	memset(&msg, 0, sizeof msg);
 	memset(&ctl, 0, sizeof ctl);
-	iov.iov_base = &byte;
-	iov.iov_len = 1;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctl.space;
-	msg.msg_controllen = sizeof ctl.space;
+	message(&msg, &iov, &byte, ctl.space, sizeof ctl.space);
 	c = CMSG_FIRSTHDR(&msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -383,13 +392,7 @@ acceptor_receive(int conn)
 	ssize_t n;
 
 	for (;;) {
-		memset(&msg, 0, sizeof msg);
-		iov.iov_base = &byte;
-		iov.iov_len = 1;
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cbuf.space;
-		msg.msg_controllen = sizeof cbuf.space;
+		message(&msg, &iov, &byte, cbuf.space, sizeof cbuf.space);
 		n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
 		if (n == -1 && errno == EINTR)
 			continue;
