@@ -715,6 +715,11 @@ thread_count(void)
  * own socket, as without an acceptor. */
 #define STANDBYS_MAX		32
 #define RELAY_THREADS_MAX	256
+/* A process serving alone after a stall, a refusal or a failed pass
+ * tries its group again this often, ns: a paused VM or a burst must not
+ * leave it writing the inbox beside the acceptor for good.  (Each try
+ * can hold the main loop up to ACCEPTOR_TIMEOUT_MS.) */
+#define REJOIN_NS		(10 * (int64_t)1000000000)
 
 /* A standby's connection to us (lib/acceptor.h) and the request threads
  * that take connections from it: each blocks in acceptor_receive (the
@@ -933,6 +938,23 @@ orphan_start(int fd)
 	return rl;
 }
 
+/* Start the standby's thread on our connection `ctl` to the acceptor. */
+static int
+standby_start(struct standby *sb, int ctl)
+{
+	sb->ctl = ctl;
+	sb->stop = 0;
+	sb->done = 0;
+	sb->lost = 0;
+	sb->pass_errno = 0;
+	sb->orphan = -1;
+	if (pthread_create(&sb->w.tid, NULL, standby_main, sb) != 0) {
+		log_msg("cannot start the accepting thread");
+		return -1;
+	}
+	return 0;
+}
+
 /* Start `n` threads accepting on our own socket (fd 0). */
 static int
 own_start(struct worker *own, int n, const int *stop)
@@ -966,6 +988,23 @@ poke(struct worker *w, int n)
 			pthread_kill(w[i].tid, SIGUSR2);
 }
 
+/* End the threads on our own socket (each after the request in hand)
+ * while the process goes on: to become a standby again. */
+static void
+own_end(struct worker *own, int n, int *stop)
+{
+	int i;
+
+	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+	while (join_finished(own, n) > 0) {
+		poke(own, n);
+		usleep(2000);
+	}
+	for (i = 0; i < n; i++)
+		worker_free(&own[i]);
+	__atomic_store_n(stop, 0, __ATOMIC_RELEASE);
+}
+
 /*
  * Serve until a stop signal (SIGTERM, SIGUSR1, SIGHUP, read from `sfd`),
  * or until our own socket fails every thread.  With `share`, first join
@@ -983,8 +1022,8 @@ serve(int sfd, int nthreads, int share)
 	struct standby sb;
 	struct buf err;
 	int i, j, nrelays = 0, nown = 0, ctl = -1, rc = 0, own_stop = 0;
-	int standby_running = 0, relay_threads = 0, heard;
-	int64_t now, last_heard = 0, last_ping = 0, last_loop;
+	int standby_running = 0, relay_threads = 0, heard, can_share;
+	int64_t now, last_heard = 0, last_ping = 0, last_loop, rejoin_at = 0;
 
 	if ((own = calloc((size_t)nthreads, sizeof *own)) == NULL) {
 		log_msg("out of memory");
@@ -996,6 +1035,7 @@ serve(int sfd, int nthreads, int share)
 		log_msg("serving alone: %s", err.data);
 		share = 0;
 	}
+	can_share = share;
 	last_loop = util_mono_ns();
 	for (;;) {
 		/* (Re)join: at start, and when our acceptor is gone. */
@@ -1005,16 +1045,10 @@ serve(int sfd, int nthreads, int share)
 				log_msg("serving alone: %s", err.data);
 				share = 0;
 			}
+			if (can_share && role == ACCEPTOR_ALONE)
+				rejoin_at = util_mono_ns() + REJOIN_NS;
 			if (role == ACCEPTOR_STANDBY) {
-				sb.ctl = ctl;
-				sb.stop = 0;
-				sb.done = 0;
-				sb.lost = 0;
-				sb.pass_errno = 0;
-				sb.orphan = -1;
-				if (pthread_create(&sb.w.tid, NULL, standby_main,
-				    &sb) != 0) {
-					log_msg("cannot start the accepting thread");
+				if (standby_start(&sb, ctl) == -1) {
 					rc = 1;
 					break;
 				}
@@ -1083,13 +1117,48 @@ serve(int sfd, int nthreads, int share)
 				standby_running = 0;
 				close(ctl);
 				ctl = -1;
-				if (alone)
+				if (alone) {
 					share = 0;
+					rejoin_at = now + REJOIN_NS;
+				}
 				if (orphan != -1 && nrelays < STANDBYS_MAX &&
 				    (relays[nrelays] = orphan_start(orphan)) != NULL)
 					nrelays++;
 				else if (orphan != -1)
 					close(orphan);
+				continue;
+			}
+		}
+		/* Alone after a stall, a refusal or a failed pass: try the
+		 * group again now and then (quietly; the first failure was
+		 * logged). */
+		if (role == ACCEPTOR_ALONE && can_share && rejoin_at != 0 &&
+		    now >= rejoin_at) {
+			int c;
+			enum acceptor_role r = acceptor_join(&g, &c, &err);
+
+			rejoin_at = util_mono_ns() + REJOIN_NS;
+			if (r == ACCEPTOR_LEAD) {
+				log_msg("leading the group again");
+				role = r;
+				ctl = c;
+				share = 1;
+			} else if (r == ACCEPTOR_STANDBY) {
+				/* Our threads end after the request in hand;
+				 * connections wait in our socket's queue. */
+				own_end(own, nown, &own_stop);
+				nown = 0;
+				if (standby_start(&sb, c) == -1) {
+					close(c);
+					share = 0;	/* the loop starts them again */
+					continue;
+				}
+				log_msg("a standby again");
+				standby_running = 1;
+				last_heard = util_mono_ns();
+				role = r;
+				ctl = c;
+				share = 1;
 				continue;
 			}
 		}

@@ -322,7 +322,11 @@ class TestSpawned(unittest.TestCase):
         finally:
             os.kill(a.proc.pid, signal.SIGCONT)
         self.assertEqual(self.deliver(a, "a-again"), 200)
-        self.assertEqual(self.sb.count(), 2)
+        # The stall is over: B joins again (it tries every 10 s).
+        self.assertTrue(wait_for(lambda: "a standby again" in self.log(), timeout=25))
+        self.assertTrue(wait_for(lambda: standbys_taken(a.proc.pid) >= 1))
+        self.assertEqual(self.deliver(b, "via-a-again"), 200)
+        self.assertEqual(self.sb.count(), 3)
 
     def test_different_environments_are_different_groups(self):
         a = self.start(SOMETHING="1")
