@@ -54,8 +54,8 @@
 #define ACCEPTOR_TIMEOUT_MS	2000
 /* The acceptor pings every standby this often, ms; a standby that hears
  * nothing for ACCEPTOR_SILENCE_MS takes the acceptor for hung (stopped,
- * SIGSTOP) and serves its own socket from then on: a stalled acceptor
- * must not stall every process (as a stopped process never stalls the
+ * SIGSTOP) and serves its own socket (webhook.fcgi tries the group again
+ * every 10 s): a stalled acceptor must not stall every process (as a stopped process never stalls the
  * others' WAL syncs, walsync.h). */
 #define ACCEPTOR_PING_MS	1000
 #define ACCEPTOR_SILENCE_MS	5000
