@@ -666,6 +666,10 @@ worker_main(void *arg)
 	 * kernel wakes one blocked thread per connection, where a mutex cost
 	 * a second wake-up per request. */
 	for (;;) {
+		/* Told to stop while busy: end after the request in hand,
+		 * before taking another (no signal needed). */
+		if (__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
+			break;
 		rc = serve_one(w);
 		/* FCGI_FAIL_ACCEPT_ON_INTR: a SIGUSR2 ends accept(2) with
 		 * EINTR; it means "stop" only when our listener says so. */
@@ -955,27 +959,35 @@ standby_start(struct standby *sb, int ctl)
 	return 0;
 }
 
-/* Start `n` threads accepting on our own socket (fd 0). */
+/* Have `n` threads accepting on our own socket (fd 0): clear *stop (a
+ * thread told to stop that has not yet ended goes on) and start one in
+ * every slot whose thread ended.  Returns how many run. */
 static int
-own_start(struct worker *own, int n, const int *stop)
+own_start(struct worker *own, int n, int *stop)
 {
-	int i, started = 0;
+	int i, running = 0;
 
+	__atomic_store_n(stop, 0, __ATOMIC_RELEASE);
+	(void)join_finished(own, n);
 	for (i = 0; i < n; i++) {
 		struct worker *w = &own[i];
 
+		if (w->tid != 0) {
+			running++;
+			continue;
+		}
+		worker_free(w);
 		worker_init(w);
 		w->stop = stop;
 		if (FCGX_InitRequest(&w->req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
 		    pthread_create(&w->tid, NULL, worker_main, w) != 0) {
-			worker_free(w);
 			w->tid = 0;
 			log_msg("cannot start request thread %d", i);
 			break;
 		}
-		started++;
+		running++;
 	}
-	return started;
+	return running;
 }
 
 static void
@@ -986,23 +998,6 @@ poke(struct worker *w, int n)
 	for (i = 0; i < n; i++)
 		if (w[i].tid != 0)
 			pthread_kill(w[i].tid, SIGUSR2);
-}
-
-/* End the threads on our own socket (each after the request in hand)
- * while the process goes on: to become a standby again. */
-static void
-own_end(struct worker *own, int n, int *stop)
-{
-	int i;
-
-	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
-	while (join_finished(own, n) > 0) {
-		poke(own, n);
-		usleep(2000);
-	}
-	for (i = 0; i < n; i++)
-		worker_free(&own[i]);
-	__atomic_store_n(stop, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1021,7 +1016,7 @@ serve(int sfd, int nthreads, int share)
 	struct worker *own;
 	struct standby sb;
 	struct buf err;
-	int i, j, nrelays = 0, nown = 0, ctl = -1, rc = 0, own_stop = 0;
+	int i, j, nrelays = 0, own_active = 0, ctl = -1, rc = 0, own_stop = 0;
 	int standby_running = 0, relay_threads = 0, heard, can_share;
 	int64_t now, last_heard = 0, last_ping = 0, last_loop, rejoin_at = 0;
 
@@ -1039,7 +1034,7 @@ serve(int sfd, int nthreads, int share)
 	last_loop = util_mono_ns();
 	for (;;) {
 		/* (Re)join: at start, and when our acceptor is gone. */
-		if ((share && ctl == -1) || (!share && nown == 0)) {
+		if ((share && ctl == -1) || (!share && !own_active)) {
 			role = share ? acceptor_join(&g, &ctl, &err) : ACCEPTOR_ALONE;
 			if (share && role == ACCEPTOR_ALONE) {
 				log_msg("serving alone: %s", err.data);
@@ -1054,7 +1049,7 @@ serve(int sfd, int nthreads, int share)
 				}
 				standby_running = 1;
 				last_heard = util_mono_ns();
-			} else if ((nown = own_start(own, nthreads, &own_stop)) == 0) {
+			} else if ((own_active = own_start(own, nthreads, &own_stop) > 0) == 0) {
 				rc = 1;
 				break;
 			}
@@ -1144,10 +1139,14 @@ serve(int sfd, int nthreads, int share)
 				ctl = c;
 				share = 1;
 			} else if (r == ACCEPTOR_STANDBY) {
-				/* Our threads end after the request in hand;
-				 * connections wait in our socket's queue. */
-				own_end(own, nown, &own_stop);
-				nown = 0;
+				/* Our threads end by themselves: one blocked
+				 * in accept(2) takes one more connection first
+				 * (no signal: it could cut a request it is
+				 * reading), a busy one ends after its request
+				 * in hand.  The standby thread accepts beside
+				 * them from now on. */
+				__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
+				own_active = 0;
 				if (standby_start(&sb, c) == -1) {
 					close(c);
 					share = 0;	/* the loop starts them again */
@@ -1196,8 +1195,8 @@ serve(int sfd, int nthreads, int share)
 			relay_free(rl);
 		}
 		nrelays = j;
-		if (nown > 0 && join_finished(own, nown) == 0) {
-			nown = 0;	/* our socket went away */
+		if (join_finished(own, nthreads) == 0 && own_active) {
+			own_active = 0;	/* our socket went away */
 			break;
 		}
 	}
@@ -1223,14 +1222,14 @@ serve(int sfd, int nthreads, int share)
 	__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
 	FCGX_ShutdownPending();
 	for (;;) {
-		int alive = join_finished(own, nown);
+		int alive = join_finished(own, nthreads);
 
 		for (i = 0; i < nrelays; i++)
 			alive += join_finished(relays[i]->workers,
 			    relays[i]->started);
 		if (alive == 0)
 			break;
-		poke(own, nown);
+		poke(own, nthreads);
 		for (i = 0; i < nrelays; i++)	/* idle on a kept connection */
 			poke(relays[i]->workers, relays[i]->started);
 		usleep(20000);

@@ -14,14 +14,16 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 import unittest
 
-from harness import (SECRET_A, FcgiProcess, Lighttpd, Sandbox, event_body,
-                     signed_params, write_conf, SANITIZED)
+from harness import (SECRET_A, FCGI_BEGIN_REQUEST, FCGI_PARAMS, FcgiProcess,
+                     Lighttpd, Sandbox, _nv, _record, event_body, signed_params,
+                     write_conf, SANITIZED)
 
 THREADS = 3            # WEBHOOK_THREADS here: small numbers, easy counts
 NOBODY = 65534
@@ -322,11 +324,58 @@ class TestSpawned(unittest.TestCase):
         finally:
             os.kill(a.proc.pid, signal.SIGCONT)
         self.assertEqual(self.deliver(a, "a-again"), 200)
-        # The stall is over: B joins again (it tries every 10 s).
-        self.assertTrue(wait_for(lambda: "a standby again" in self.log(), timeout=25))
+        # The stall is over: B joins again (it tries every 10 s) — under
+        # more load than it has threads, with clients slow to send their
+        # request: its own threads must end without cutting one.
+        stop, codes, acked = threading.Event(), [], []
+
+        def client(k):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                mid = "r%d-%d" % (k, i)
+                body = event_body(mid)
+                params = signed_params(SECRET_A, mid, body, conf=self.sb.conf)
+                if k == 0:
+                    # Connected, then silent for a while before the
+                    # request: still being read when threads are told
+                    # to end.
+                    s_ = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    s_.connect(b.path)
+                    time.sleep(0.05)
+                    s_.sendall(_record(FCGI_BEGIN_REQUEST, struct.pack(">HB5x", 1, 0)))
+                    time.sleep(0.05)
+                    s_.sendall(_record(FCGI_PARAMS, b"".join(
+                        _nv(n.encode(), v.encode()) for n, v in params)))
+                    s_.sendall(_record(FCGI_PARAMS, b""))
+                    FcgiProcess.send_stdin(s_, body)
+                    st = FcgiProcess.finish(s_)[0]
+                else:
+                    c = FcgiProcess.__new__(FcgiProcess)
+                    c.path = b.path
+                    st = c.request(params, body)[0]
+                codes.append(st)
+                if st == 200:
+                    acked.append(mid)
+        ts = [threading.Thread(target=client, args=(k,)) for k in range(THREADS + 2)]
+        for t in ts:
+            t.start()
+        try:
+            self.assertTrue(wait_for(lambda: "a standby again" in self.log(), timeout=25))
+            time.sleep(1)
+        finally:
+            stop.set()
+            for t in ts:
+                t.join()
+        self.assertEqual(set(codes), {200})
         self.assertTrue(wait_for(lambda: standbys_taken(a.proc.pid) >= 1))
         self.assertEqual(self.deliver(b, "via-a-again"), 200)
-        self.assertEqual(self.sb.count(), 3)
+        stored = {r["webhook_id"] for r in self.sb.rows("SELECT webhook_id FROM events")}
+        self.assertEqual(sorted(set(acked) - stored), [])
+        t0 = time.time()
+        b.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(b.proc.wait(5), 0)
+        self.assertLess(time.time() - t0, 2)
 
     def test_different_environments_are_different_groups(self):
         a = self.start(SOMETHING="1")
