@@ -1049,9 +1049,12 @@ serve(int sfd, int nthreads, int share)
 				}
 				standby_running = 1;
 				last_heard = util_mono_ns();
-			} else if ((own_active = own_start(own, nthreads, &own_stop) > 0) == 0) {
-				rc = 1;
-				break;
+			} else {
+				own_active = own_start(own, nthreads, &own_stop) > 0;
+				if (!own_active) {
+					rc = 1;
+					break;
+				}
 			}
 		}
 		pfd[0].fd = sfd;
@@ -1191,7 +1194,8 @@ serve(int sfd, int nthreads, int share)
 				relays[j++] = rl;
 				continue;
 			}
-			relay_threads -= rl->started;
+			if (rl->conn != -1)	/* not an orphan's thread */
+				relay_threads -= rl->started;
 			relay_free(rl);
 		}
 		nrelays = j;
