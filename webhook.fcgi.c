@@ -672,7 +672,7 @@ worker_main(void *arg)
 			break;
 		rc = serve_one(w);
 		/* FCGI_FAIL_ACCEPT_ON_INTR: a SIGUSR2 ends accept(2) with
-		 * EINTR; it means "stop" only when our listener says so. */
+		 * EINTR; it means "stop" only when w->stop says so. */
 		if (rc == -EINTR && !__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
 			continue;
 		if (rc < 0)
@@ -834,7 +834,7 @@ relay_free(struct relay *rl)
 /* A standby's one thread: accept on our socket, pass each connection to
  * the acceptor on ctl; the main thread ends it (stop, SIGUSR2). */
 struct standby {
-	struct worker	 w;		/* only its tid is used */
+	pthread_t	 tid;
 	int		 ctl;
 	int		 stop;		/* atomic */
 	int		 done;		/* atomic: the thread ended by itself */
@@ -896,8 +896,8 @@ static int
 standby_end(struct standby *sb)
 {
 	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELEASE);
-	while (pthread_tryjoin_np(sb->w.tid, NULL) != 0) {
-		pthread_kill(sb->w.tid, SIGUSR2);
+	while (pthread_tryjoin_np(sb->tid, NULL) != 0) {
+		pthread_kill(sb->tid, SIGUSR2);
 		usleep(2000);
 	}
 	return sb->orphan;
@@ -952,7 +952,7 @@ standby_start(struct standby *sb, int ctl)
 	sb->lost = 0;
 	sb->pass_errno = 0;
 	sb->orphan = -1;
-	if (pthread_create(&sb->w.tid, NULL, standby_main, sb) != 0) {
+	if (pthread_create(&sb->tid, NULL, standby_main, sb) != 0) {
 		log_msg("cannot start the accepting thread");
 		return -1;
 	}
@@ -1086,7 +1086,7 @@ serve(int sfd, int nthreads, int share)
 				gone = heard == -1;
 			}
 			if (__atomic_load_n(&sb.lost, __ATOMIC_ACQUIRE)) {
-				pthread_join(sb.w.tid, NULL);
+				pthread_join(sb.tid, NULL);
 				standby_running = 0;	/* our socket went away */
 				break;
 			}
