@@ -6,8 +6,11 @@
  * runs it behind the same lighttpd setup as webhook.fcgi, so the ratio of
  * the two is what verifying and storing costs.
  *
+ * BARE_THREADS request threads serve requests (default 1; 8 with
+ * BARE_SYNC, webhook.fcgi's default).
+ *
  * With BARE_SYNC set (a path prefix) it is also durable, and nothing more:
- * BARE_THREADS request threads (default 8, webhook.fcgi's default) write
+ * the request threads write
  * each body (all of a bench body; of a longer one its last chunk read, up
  * to READ_CHUNK bytes) into the process's own file BARE_SYNC.PID, which
  * does not grow (SYNC_SLOTS slots reused in turn, as SQLite reuses its
@@ -111,14 +114,17 @@ main(void)
 	pthread_t th[MAX_THREADS];
 	long i, n = 1;
 
+	if (sync != NULL && *sync != '\0')
+		n = 8;
+	if (t != NULL && *t != '\0')
+		n = strtol(t, NULL, 10);
+	if (n < 1 || n > MAX_THREADS) {
+		fprintf(stderr, "bare: BARE_THREADS from 1 to %d\n", MAX_THREADS);
+		return 1;
+	}
 	if (sync != NULL && *sync != '\0') {
 		char path[4096];
 
-		n = t != NULL ? strtol(t, NULL, 10) : 8;
-		if (n < 1 || n > MAX_THREADS) {
-			fprintf(stderr, "bare: BARE_THREADS from 1 to %d\n", MAX_THREADS);
-			return 1;
-		}
 		if ((size_t)snprintf(path, sizeof path, "%s.%ld", sync,
 		    (long)getpid()) >= sizeof path ||
 		    (sync_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) == -1 ||

@@ -9,7 +9,9 @@ alone, from /proc/PID/stat), lighttpd's, and the whole machine's busy time
 (/proc/stat) — plus req/s, p50/p99/p99.9 and, for webhook.fcgi, rows stored.
 
 Each argument is one run, NAME:PROCS:THREADS:CONNS, where NAME is "bare"
-(bench/bare.c, built by bench/run into build/bench/bare) or "full" /
+(bench/bare.c, built by bench/run into build/bench/bare; THREADS is
+BARE_THREADS), "baresync" (the same with BARE_SYNC: the durable ceiling) or
+"full" /
 "normal" (webhook.fcgi with that synchronous; THREADS is WEBHOOK_THREADS);
 "full-own" / "normal-own" are the same with WEBHOOK_ACCEPTOR=own (every
 process accepts on its own socket, no acceptor: lib/acceptor.h).
@@ -45,6 +47,16 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TCK, int(fields[12]) / TCK
 
 
+def proc_wchar(pid):
+    """Bytes a process has passed to write(2) and its kind (/proc/PID/io:
+    files and sockets alike), 0 once it is gone."""
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            return next(int(x.split()[1]) for x in f if x.startswith("wchar:"))
+    except (OSError, StopIteration):
+        return 0
+
+
 def machine_busy():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
@@ -55,6 +67,11 @@ def run(name, procs, threads, conns):
     sb = Sandbox()
     env = {"WEBHOOK_THREADS": str(threads)}
     label = name
+    if name in ("bare", "baresync"):
+        env = {"BARE_THREADS": str(threads)}
+    if name == "baresync":
+        name = "bare"
+        env["BARE_SYNC"] = os.path.join(sb.dir, "body")
     if name.endswith("-own"):
         name = name[:-len("-own")]
         env["WEBHOOK_ACCEPTOR"] = "own"
@@ -76,6 +93,7 @@ def run(name, procs, threads, conns):
         workers = srv.workers()
         pids = workers + [srv.proc.pid]
         before = {p: proc_cpu(p) for p in pids}
+        wchar0 = {p: proc_wchar(p) for p in workers}
         busy0 = machine_busy()
         out = subprocess.run(
             ["wrk", "-t2" if conns % 2 == 0 else "-t1", "-c%d" % conns,
@@ -86,6 +104,7 @@ def run(name, procs, threads, conns):
                      BENCH_CONNECTIONS=str(conns)), capture_output=True,
             text=True, check=True).stdout
         after = {p: proc_cpu(p) for p in pids}
+        wchar = sum(proc_wchar(p) - wchar0[p] for p in workers)
         busy = machine_busy() - busy0
         line = next(x for x in out.splitlines() if x.startswith("BENCH "))
         kv = dict(x.split("=", 1) for x in line.split()[1:])
@@ -99,12 +118,14 @@ def run(name, procs, threads, conns):
         print("%-8s procs %d threads %2d conns %2d: %6.0f req/s  p50 %s µs  "
               "p99 %s µs  p99.9 %s µs  max %s µs (wrk-corrected p99 %s µs  p99.9 %s µs)  "
               "rows %s / sent %s%s | µs CPU per request: workers "
-              "%.0f (system %.0f), lighttpd %.0f, machine %.0f"
+              "%.0f (system %.0f), lighttpd %.0f, machine %.0f | workers wrote "
+              "%.0f bytes per request"
               % (label, procs, threads, conns, float(kv["rps"]), kv["raw_p50_us"],
                  kv["raw_p99_us"], kv["raw_p999_us"], kv["raw_max_us"],
                  kv["p99_us"], kv["p999_us"], rows, kv["sent"],
                  "  INVALID (%d non-2xx or ran out)" % bad if bad else "",
-                 wk / n * 1e6, wks / n * 1e6, lt / n * 1e6, busy / n * 1e6),
+                 wk / n * 1e6, wks / n * 1e6, lt / n * 1e6, busy / n * 1e6,
+                 wchar / n),
               flush=True)
     finally:
         srv.stop()
@@ -116,9 +137,10 @@ def main():
         sys.exit(__doc__)
     for spec in sys.argv[1:]:
         name, procs, threads, conns = spec.split(":")
-        if name not in ("bare", "full", "normal", "full-own", "normal-own"):
-            sys.exit("unknown responder %r (bare, full, normal, full-own, "
-                     "normal-own)" % name)
+        if name not in ("bare", "baresync", "full", "normal", "full-own",
+                        "normal-own"):
+            sys.exit("unknown responder %r (bare, baresync, full, normal, "
+                     "full-own, normal-own)" % name)
         run(name, int(procs), int(threads), int(conns))
 
 
