@@ -58,7 +58,8 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' -o $@ $< $(B)/libwebhook.a \
+	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' \
+	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' -o $@ $< $(B)/libwebhook.a \
 	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
 
 # The vectors live beside the project's root (../shared/vectors).

@@ -27,15 +27,26 @@ CREATE TABLE events (
     finished_at       TEXT,                      -- when it became done, stale or dead
     requeued          INTEGER NOT NULL DEFAULT 0,-- 1: an operator requeued it; handed out even if stale
     last_error        TEXT,                      -- why the last hand-out failed
-    last_output       BLOB                       -- tail of the handler's last output
+    last_output       BLOB,                      -- tail of the handler's last output
+    admitted          INTEGER NOT NULL DEFAULT 1 -- 0: not yet in events_object_pending (below)
+                      CHECK (admitted IN (0, 1))
 );
 
 -- Due events in hand-out order (drainer "Order").
 CREATE INDEX events_pending ON events (sort_at, received_at)
     WHERE state = 'pending';
--- Per-object hold: the first pending event of an object.
+-- Per-object hold: the first pending event of an object.  Only admitted
+-- rows: each event's object is as good as random, so this index would cost
+-- every insert a leaf page of its own (a 4 KiB WAL frame, then a
+-- checkpoint write) on the path of every 200.  The receiver stores rows
+-- with admitted = 0, found through events_unadmitted, whose key (0,
+-- rowid) only grows: a batch of inserts shares its last page.  The
+-- drainer admits them in bulk (inbox.c, admit()), and the hold check
+-- reads both indexes, so it is exact whether or not a row is admitted.
+-- (Schema version 2; a writer of version 1 leaves the default, 1.)
 CREATE INDEX events_object_pending ON events (object_type, object_id, sort_at, received_at)
-    WHERE state = 'pending' AND object_id IS NOT NULL;
+    WHERE state = 'pending' AND object_id IS NOT NULL AND admitted = 1;
+CREATE INDEX events_unadmitted ON events (admitted) WHERE admitted = 0;
 -- Retention walks finished events oldest first.
 CREATE INDEX events_finished ON events (finished_at)
     WHERE finished_at IS NOT NULL;

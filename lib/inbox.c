@@ -25,7 +25,32 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	1
+#define SCHEMA_VERSION	2
+
+/*
+ * Version 1 to 2: rows stored by the receiver wait outside the per-object
+ * hold index until the drainer admits them (schema.sql, events_unadmitted).
+ * The index definitions are schema.sql's, word for word (test_inbox checks
+ * that a migrated inbox has the same schema as a new one).  Rows already
+ * there are admitted (the default), as are those a version-1 receiver
+ * still running stores: its INSERT leaves the column out.
+ */
+static const char migrate_v2[] =
+    "ALTER TABLE events ADD COLUMN"
+    " admitted INTEGER NOT NULL DEFAULT 1 CHECK (admitted IN (0, 1));"
+    "DROP INDEX events_object_pending;"
+    "CREATE INDEX events_object_pending ON events (object_type, object_id, sort_at, received_at)\n"
+    "    WHERE state = 'pending' AND object_id IS NOT NULL AND admitted = 1;"
+    "CREATE INDEX events_unadmitted ON events (admitted) WHERE admitted = 0;"
+    "PRAGMA user_version = 2";
+
+/* Rows admitted per transaction: the receivers wait for the write lock
+ * while one runs (a few ms), and get it between two. */
+#define ADMIT_CHUNK	500
+
+/* How often inbox_next_due admits what arrived meanwhile: the hold check
+ * reads every row not yet admitted, so their number must stay small. */
+#define ADMIT_EVERY_NS	1000000000LL
 
 /* Largest handler output tail kept for `show`, bytes. */
 #define OUTPUT_KEEP	4096
@@ -48,6 +73,7 @@ struct inbox {
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
 	struct walsync	*role;		/* otherwise: for checkpoint turns */
+	int64_t		 admitted_ns;	/* monotonic ns of the last admit(); 0 never */
 };
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
@@ -151,7 +177,6 @@ txn_fail(struct inbox *ib, sqlite3_stmt *st, struct buf *err, const char *what,
 	return s;
 }
 
-/* Run a statement with no result rows (schema, PRAGMA). */
 /* The end of a write transaction whose statement succeeded: finalize it,
  * commit; on failure, as txn_fail. */
 static enum inbox_status
@@ -165,6 +190,7 @@ txn_commit(struct inbox *ib, sqlite3_stmt *st, struct buf *err, const char *what
 	return INBOX_OK;
 }
 
+/* Run a statement with no result rows (schema, PRAGMA). */
 static int
 exec(struct inbox *ib, const char *sql)
 {
@@ -197,8 +223,10 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = exec(ib, "PRAGMA user_version = 1")) != SQLITE_OK)
+		if ((rc = exec(ib, "PRAGMA user_version = 2")) != SQLITE_OK)
 			goto fail;
+	} else if (version == 1 && (rc = exec(ib, migrate_v2)) != SQLITE_OK) {
+		goto fail;
 	}
 	if ((rc = exec(ib, "COMMIT")) != SQLITE_OK)
 		goto fail;
@@ -616,9 +644,9 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 	    (rc = prepare(ib,
 	    "INSERT INTO events (webhook_id, body, received_at, webhook_timestamp,"
 	    " secret_fp, type, created_at, created_at_raw, object_type, object_id,"
-	    " updated_at, truncated, sort_at, next_at)"
+	    " updated_at, truncated, sort_at, next_at, admitted)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-	    " coalesce(?7, ?3), ?3)"
+	    " coalesce(?7, ?3), ?3, 0)"
 	    " ON CONFLICT (webhook_id) DO NOTHING", &ib->insert)) != SQLITE_OK) {
 		s = db_fail(ib, err, "preparing statements", rc);
 		goto out;
@@ -787,13 +815,61 @@ read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
 	return oom ? -1 : 0;
 }
 
-/* "No pending event of the same object sorts before this one." */
-#define NOT_HELD(e) \
-	" (" e ".object_id IS NULL OR NOT EXISTS (SELECT 1 FROM events o" \
-	"   WHERE o.state = 'pending' AND o.object_type = " e ".object_type" \
+/*
+ * "No pending event of the same object sorts before this one": among the
+ * admitted rows through the hold index, and among the few not yet
+ * admitted (schema.sql) by reading them all.  admitted is 0 or 1, so the
+ * two together are every row: the answer never depends on admission,
+ * only its cost does.
+ */
+#define HELD_BY(e, cond) \
+	" EXISTS (SELECT 1 FROM events o" cond \
+	"   AND o.state = 'pending' AND o.object_type = " e ".object_type" \
 	"   AND o.object_id = " e ".object_id" \
 	"   AND (o.sort_at, o.received_at, o.rowid) <" \
-	"       (" e ".sort_at, " e ".received_at, " e ".rowid)))"
+	"       (" e ".sort_at, " e ".received_at, " e ".rowid))"
+#define NOT_HELD(e) \
+	" (" e ".object_id IS NULL OR NOT (" \
+	HELD_BY(e, " INDEXED BY events_object_pending WHERE o.admitted = 1") " OR" \
+	HELD_BY(e, " INDEXED BY events_unadmitted WHERE o.admitted = 0") "))"
+
+/*
+ * Admit every row not yet admitted into the hold index, ADMIT_CHUNK per
+ * transaction.  Only performance depends on it (NOT_HELD), so a failure
+ * (busy past the timeout, a read-only inbox) is left for the next call.
+ * Outside any transaction.
+ */
+static void
+admit(struct inbox *ib)
+{
+	static const char sql[] =
+	    "UPDATE events SET admitted = 1 WHERE rowid IN"
+	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
+	    "  WHERE admitted = 0 LIMIT ?1)";
+	sqlite3_stmt *st = NULL;
+	int n;
+
+	ib->admitted_ns = util_mono_ns();
+	if (sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 1, ADMIT_CHUNK) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return;
+	}
+	do {
+		if (begin(ib) != SQLITE_OK)
+			break;
+		if (step_done(st) != SQLITE_OK) {
+			rollback(ib);
+			break;
+		}
+		n = sqlite3_changes(ib->db);
+		if (commit(ib) != SQLITE_OK) {
+			rollback(ib);
+			break;
+		}
+	} while (n == ADMIT_CHUNK);
+	sqlite3_finalize(st);
+}
 
 enum inbox_status
 inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
@@ -816,6 +892,11 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	enum inbox_status s = INBOX_NOT_FOUND;
 	int rc;
 
+	/* What arrived since the last call's admission, at most once a
+	 * second: NOT_HELD reads every row not yet admitted. */
+	if (ib->admitted_ns == 0 ||
+	    util_mono_ns() - ib->admitted_ns >= ADMIT_EVERY_NS)
+		admit(ib);
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
 	    (rc = bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
@@ -1259,6 +1340,7 @@ inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
 	enum inbox_status s = INBOX_OK;
 	int rc;
 
+	admit(ib);	/* NOT_HELD for every pending row listed */
 	inbox_event_init(&e);
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_filter(st, f, since, until)) != SQLITE_OK ||
@@ -1445,6 +1527,7 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	sqlite3_stmt *st = NULL;
 	int rc;
 
+	admit(ib);	/* NOT_HELD for every pending row ("blocked") */
 	memset(r, 0, sizeof *r);
 	/* One read transaction, so the figures agree with each other. */
 	if ((rc = exec(ib, "BEGIN")) != SQLITE_OK)

@@ -490,7 +490,7 @@ START_TEST(open_creates_schema)
 	buf_init(&err, 4096);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
 	ck_assert_str_eq(raw_text(path, "PRAGMA journal_mode", s, sizeof s),
 	    "wal");
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema"
@@ -505,7 +505,7 @@ START_TEST(open_creates_schema)
 	p = open_at(path, 2000);
 	ib = p;
 	ck_assert_str_eq(state_of("kept"), "pending");
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 1);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"), 1);
 	inbox_close(p);
 	ib = NULL;
@@ -631,7 +631,7 @@ START_TEST(first_open_race)
 		    "failed (see stderr)", round, failed, RACERS);
 		ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"),
 		    RACERS);
-		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 1);
+		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
 	}
 	buf_free(&err);
 }
@@ -862,6 +862,203 @@ START_TEST(dead_releases_hold)
 	store("D3", "t", AT("12:00:00"), "order", "D", NULL);
 	ck_assert_str_eq(due(t + 120 * SEC, 0), "");
 	ck_assert_str_eq(list_ids(&all), "D1,E1,D2,D3!");
+}
+END_TEST
+
+/* ==== version 2: rows the drainer has not admitted yet =================== */
+
+/* Rows of `path` not yet admitted into the hold index. */
+static long long
+unadmitted(const char *path)
+{
+	return raw_int(path, "SELECT count(*) FROM events WHERE admitted = 0");
+}
+
+static void
+set_admitted(const char *path, const char *id, int admitted)
+{
+	char sql[256];
+	sqlite3 *db = raw_open(path);
+
+	snprintf(sql, sizeof sql, "UPDATE events SET admitted = %d"
+	    " WHERE webhook_id = '%s'", admitted, id);
+	raw_exec(db, sql);
+	sqlite3_close(db);
+}
+
+/*
+ * The hold is exact whether the holding row, the held row, both or
+ * neither are admitted: the receiver stores rows unadmitted, and a
+ * drainer, list or status that cannot admit them (the lock is busy)
+ * still gives the answers of version 1.  Each case holds the write lock
+ * in another connection so that no admission happens, and checks the
+ * rows really were unadmitted while it looked.
+ */
+START_TEST(hold_counts_rows_not_yet_admitted)
+{
+	static const struct { int x1, x2; } cases[] = {
+		{ 1, 0 }, { 0, 1 }, { 0, 0 }, { 1, 1 },
+	};
+	struct inbox_filter all = { 0 };
+	struct inbox_status_report r;
+	int64_t t = now_ns() + 60 * SEC;
+	sqlite3 *lock;
+
+	inbox_close(ib);
+	ib = open_at(dbpath, 0);	/* busy: admission gives up at once */
+	store("X1", "t", AT("10:00:00"), "invoice", "X", NULL);
+	store("X2", "t", AT("11:00:00"), "invoice", "X", NULL);
+	store("Y1", "t", AT("10:30:00"), "invoice", "Y", NULL);
+	ck_assert_int_eq(unadmitted(dbpath), 3);	/* as the receiver stores */
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		set_admitted(dbpath, "X1", cases[i].x1);
+		set_admitted(dbpath, "X2", cases[i].x2);
+		set_admitted(dbpath, "Y1", 0);
+		lock = raw_open(dbpath);
+		raw_exec(lock, "BEGIN IMMEDIATE");
+		ck_assert_msg(strcmp(due(t, 0), "X1,Y1") == 0,
+		    "case %zu: due %s", i, due(t, 0));
+		ck_assert_str_eq(list_ids(&all), "X1,Y1,X2!");
+		OK(inbox_status_report(ib, &r, &err));
+		ck_assert_int_eq(r.blocked, 1);
+		raw_exec(lock, "ROLLBACK");
+		sqlite3_close(lock);
+		ck_assert_int_eq(unadmitted(dbpath),
+		    1 + !cases[i].x1 + !cases[i].x2);
+	}
+
+	/* A claim re-checks the hold in its own transaction: an earlier
+	 * event of the object that arrived after the drainer read X2 (and
+	 * is not admitted) makes it skip. */
+	{
+		struct inbox_event e;
+
+		set_admitted(dbpath, "X1", 1);
+		set_admitted(dbpath, "X2", 1);
+		done("X1", t);
+		inbox_event_init(&e);
+		take("X2", t, &e);
+		store("X0", "t", AT("09:00:00"), "invoice", "X", NULL);
+		ck_assert_int_eq(raw_int(dbpath, "SELECT admitted FROM events"
+		    " WHERE webhook_id = 'X0'"), 0);
+		ck_assert_int_eq(claim(&e, t), INBOX_SKIPPED);
+		inbox_event_free(&e);
+	}
+
+	/* Unlocked, status admits everything, and nothing changes. */
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_int_eq(unadmitted(dbpath), 0);
+	ck_assert_int_eq(r.blocked, 1);		/* X2 behind X0 */
+	ck_assert_str_eq(due(t, 0), "X0,Y1");
+}
+END_TEST
+
+/* The drainer's first look admits what is there, in chunks of fewer rows
+ * than this (each its own transaction), and later looks admit what
+ * arrived since, at most once a second. */
+START_TEST(drainer_admits_in_chunks)
+{
+	char id[32];
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox_status_report r;
+
+	for (int i = 0; i < 1234; i++) {
+		snprintf(id, sizeof id, "ev%04d", i);
+		/* 100 objects: each event holds the next ones of its object. */
+		store(id, "t", AT("10:00:00"), "thing", id + 4, NULL);
+	}
+	ck_assert_int_eq(unadmitted(dbpath), 1234);
+	ck_assert_int_eq(strlen(due(t, 0)), 100 * 7 - 1);
+	ck_assert_int_eq(unadmitted(dbpath), 0);
+	/* Within the second: a new row stays unadmitted, and is held. */
+	store("late", "t", AT("10:00:00"), "thing", "07", NULL);
+	ck_assert_int_eq(strlen(due(t, 0)), 100 * 7 - 1);
+	ck_assert_int_eq(unadmitted(dbpath), 1);
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_int_eq(unadmitted(dbpath), 0);
+	ck_assert_int_eq(r.pending, 1235);
+	ck_assert_int_eq(r.blocked, 1235 - 100);
+}
+END_TEST
+
+static char *
+read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	buf_init(&b, 1 << 20);
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		ck_assert_int_eq(buf_append(&b, chunk, n), 0);
+	fclose(f);
+	return b.data;		/* NUL-terminated; freed by the caller */
+}
+
+/* "name|sql" of every index, and the events columns, as one string. */
+static const char *
+schema_shape(const char *path, char *out, size_t outsz)
+{
+	return raw_text(path, "SELECT group_concat(x, ';') FROM ("
+	    " SELECT name || '|' || sql AS x FROM sqlite_schema"
+	    "  WHERE type = 'index' AND sql IS NOT NULL"
+	    " UNION ALL SELECT name || ' ' || type || ' ' || \"notnull\" || ' '"
+	    "  || coalesce(dflt_value, '-') FROM pragma_table_info('events')"
+	    " ORDER BY 1)", out, outsz);
+}
+
+/*
+ * An inbox of version 1 (tests/schema-v1.sql, as released) is migrated on
+ * open: the same indexes and columns as a new one, its rows admitted, and
+ * a version-1 receiver still running (its INSERT has no admitted column)
+ * stores admitted rows that hold as before.
+ */
+START_TEST(migrates_version_1)
+{
+	char path[512], fresh[512], a[8192], b[8192];
+	char *v1 = read_text(SCHEMA_V1);
+	sqlite3 *db;
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox *p;
+
+	new_path(path, sizeof path);
+	db = raw_open(path);
+	raw_exec(db, "PRAGMA journal_mode = WAL");
+	raw_exec(db, v1);
+	raw_exec(db, "PRAGMA user_version = 1");
+	raw_exec(db, "INSERT INTO events (webhook_id, received_at,"
+	    " webhook_timestamp, object_type, object_id, sort_at, next_at)"
+	    " VALUES ('A1', '2026-03-01T09:00:00.000000000Z', 1, 'o', 'A',"
+	    " '2026-03-01T10:00:00.000000000Z', '2026-03-01T09:00:00.000000000Z'),"
+	    " ('A2', '2026-03-01T09:00:01.000000000Z', 1, 'o', 'A',"
+	    " '2026-03-01T11:00:00.000000000Z', '2026-03-01T09:00:01.000000000Z')");
+	free(v1);
+
+	p = open_at(path, 2000);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
+	    " WHERE admitted = 1"), 2);
+	new_path(fresh, sizeof fresh);
+	inbox_close(open_at(fresh, 2000));
+	ck_assert_str_eq(schema_shape(path, a, sizeof a),
+	    schema_shape(fresh, b, sizeof b));
+	ck_assert_int_eq(raw_int(path, "PRAGMA integrity_check = 1") , 0);
+
+	/* A version-1 receiver's insert, after the migration. */
+	raw_exec(db, "INSERT INTO events (webhook_id, received_at,"
+	    " webhook_timestamp, object_type, object_id, sort_at, next_at)"
+	    " VALUES ('A0', '2026-03-01T09:00:02.000000000Z', 1, 'o', 'A',"
+	    " '2026-03-01T08:00:00.000000000Z', '2026-03-01T09:00:02.000000000Z')");
+	sqlite3_close(db);
+	ck_assert_int_eq(unadmitted(path), 0);
+	inbox_close(ib);
+	ib = p;
+	ck_assert_str_eq(due(t, 0), "A0");
+	ck_assert_str_eq(drain(t, "", 5), "A0,A1,A2");
+	inbox_close(p);
+	ib = open_at(dbpath, 2000);	/* for teardown */
 }
 END_TEST
 
@@ -1683,6 +1880,9 @@ inbox_suite(void)
 	tcase_add_test(tc, settle);
 	tcase_add_test(tc, per_object_hold);
 	tcase_add_test(tc, dead_releases_hold);
+	tcase_add_test(tc, hold_counts_rows_not_yet_admitted);
+	tcase_add_test(tc, drainer_admits_in_chunks);
+	tcase_add_test(tc, migrates_version_1);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stale");
