@@ -315,8 +315,11 @@ class TestPlumbing(DrainBase):
     def test_lock_held_by_an_escaped_process_is_diagnosed(self):
         # A handler that leaves a daemon behind (setsid) leaves the run lock
         # held: runs exit quietly, and status must name the lock, not cron.
+        # The daemon's command line is this test's own (sleep sums its
+        # arguments), so that killing it kills no other test's process.
+        daemon = "sleep 30 0.%d" % os.getpid()
         write_conf(self.sb.conf, **dict(self.keys, handler=
-                   "cat >/dev/null; setsid -f sleep 30 </dev/null >/dev/null 2>&1"))
+                   "cat >/dev/null; setsid -f %s </dev/null >/dev/null 2>&1" % daemon))
         self.deliver("esc1", obj_id=1)
         t0 = time.monotonic()
         p = self.drain("run")
@@ -330,7 +333,7 @@ class TestPlumbing(DrainBase):
         self.assertEqual(st.returncode, 1)
         self.assertIn("found the run lock held", st.stdout)
         self.assertIn("fuser -v", st.stdout)
-        subprocess.run(["pkill", "-f", "sleep 30"])
+        subprocess.run(["pkill", "-xf", daemon])
 
     def test_max_time_stops_taking_new_events(self):
         write_conf(self.sb.conf, **dict(self.keys, handler_timeout="10s"))
