@@ -71,6 +71,7 @@ struct inbox {
 	uint64_t	 write_gen;	/* walsync_write_gen of the commit under way */
 	struct walsync_turn turn;	/* checkpoints, when there is no shared file */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
+	sqlite3_stmt	*admit;		/* admit_chunk's, prepared on first use */
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
 	struct walsync	*role;		/* otherwise: for checkpoint turns */
 	int64_t		 admitted_ns;	/* monotonic ns of the last admit(); 0 never */
@@ -685,6 +686,7 @@ inbox_close(struct inbox *ib)
 	sqlite3_finalize(ib->commit);
 	sqlite3_finalize(ib->rollback);
 	sqlite3_finalize(ib->insert);
+	sqlite3_finalize(ib->admit);
 	sqlite3_close(ib->db);
 	walsync_close(ib->ws);
 	walsync_close(ib->role);
@@ -834,41 +836,47 @@ read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
 	HELD_BY(e, " INDEXED BY events_unadmitted WHERE o.admitted = 0") "))"
 
 /*
- * Admit every row not yet admitted into the hold index, ADMIT_CHUNK per
- * transaction.  Only performance depends on it (NOT_HELD), so a failure
- * (busy past the timeout, a read-only inbox) is left for the next call.
- * Outside any transaction.
+ * Admit up to ADMIT_CHUNK rows not yet admitted into the hold index, in
+ * the caller's write transaction; *n = how many.  Returns SQLite's code.
+ */
+static int
+admit_chunk(struct inbox *ib, int *n)
+{
+	int rc;
+
+	*n = 0;
+	if (ib->admit == NULL && (rc = prepare(ib,
+	    "UPDATE events SET admitted = 1 WHERE rowid IN"
+	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
+	    "  WHERE admitted = 0 LIMIT ?1)", &ib->admit)) != SQLITE_OK)
+		return rc;
+	if ((rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
+	    (rc = step_done(ib->admit)) != SQLITE_OK)
+		return rc;
+	*n = sqlite3_changes(ib->db);
+	return SQLITE_OK;
+}
+
+/*
+ * Admit every row not yet admitted, ADMIT_CHUNK per transaction.  Only
+ * performance depends on it (NOT_HELD), so a failure (busy past the
+ * timeout, a read-only inbox) is left for the next call.  Outside any
+ * transaction.
  */
 static void
 admit(struct inbox *ib)
 {
-	static const char sql[] =
-	    "UPDATE events SET admitted = 1 WHERE rowid IN"
-	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
-	    "  WHERE admitted = 0 LIMIT ?1)";
-	sqlite3_stmt *st = NULL;
 	int n;
 
 	ib->admitted_ns = util_mono_ns();
-	if (sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int(st, 1, ADMIT_CHUNK) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		return;
-	}
 	do {
 		if (begin(ib) != SQLITE_OK)
 			break;
-		if (step_done(st) != SQLITE_OK) {
-			rollback(ib);
-			break;
-		}
-		n = sqlite3_changes(ib->db);
-		if (commit(ib) != SQLITE_OK) {
+		if (admit_chunk(ib, &n) != SQLITE_OK || commit(ib) != SQLITE_OK) {
 			rollback(ib);
 			break;
 		}
 	} while (n == ADMIT_CHUNK);
-	sqlite3_finalize(st);
 }
 
 enum inbox_status
@@ -991,19 +999,28 @@ inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
 	    " AND state = 'pending' AND" NOT_HELD("e");
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE];
-	int rc, stale;
+	int rc, stale, admitted;
 
 	if ((rc = begin(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "begin", rc);
+	/* Admit what arrived since the last claim, in this transaction (its
+	 * sync serves both): the recheck then reads no row not yet admitted,
+	 * and while deliveries keep arriving inbox_next_due only meets the
+	 * few that came during one hand-out (NOT_HELD reads them all). */
+	if ((rc = admit_chunk(ib, &admitted)) != SQLITE_OK)
+		goto fail;
 	if ((rc = sqlite3_prepare_v2(ib->db, recheck, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK)
 		goto fail;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
 		*claim = INBOX_SKIPPED;
-		sqlite3_finalize(st);
-		rollback(ib);
-		return INBOX_OK;
+		if (admitted == 0) {
+			sqlite3_finalize(st);
+			rollback(ib);
+			return INBOX_OK;
+		}
+		return txn_commit(ib, st, err, "admitting events");
 	}
 	if (rc != SQLITE_ROW)
 		goto fail;
