@@ -129,8 +129,8 @@ def make_event(msg_id, evt, created_ms, received_ns, ts, cli, fp, rnd):
 
 INSERT = ("INSERT INTO events (webhook_id, body, received_at, webhook_timestamp,"
           " secret_fp, type, created_at, created_at_raw, object_type, object_id,"
-          " updated_at, truncated, sort_at, next_at)"
-          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+          " updated_at, truncated, sort_at, next_at, admitted)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
           " ON CONFLICT (webhook_id) DO NOTHING")
 
 

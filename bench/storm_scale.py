@@ -129,7 +129,7 @@ class Filler:
         self.fields = ["webhook_id", "state", "body", "received_at", "webhook_timestamp",
                        "secret_fp", "type", "created_at", "created_at_raw", "object_type",
                        "object_id", "updated_at", "truncated", "sort_at", "attempts",
-                       "failures", "next_at", "finished_at"]
+                       "failures", "next_at", "finished_at", "admitted"]
         unknown = [c for c in need if c not in self.fields]
         if unknown:
             sys.exit("storm_scale: events has NOT NULL columns this filler does not know: %s"
@@ -190,7 +190,8 @@ class Filler:
                 "updated_at": inst(upd), "truncated": 0, "sort_at": inst(created),
                 "attempts": 0 if state == "stale" else (12 if state == "dead" else 1),
                 "failures": 12 if state == "dead" else 0, "next_at": inst(received),
-                "finished_at": inst(finished)}
+                "finished_at": inst(finished),
+                "admitted": 1}     # the drainer admitted it before it finished
         if state == "done":
             self.clocks[(kind, obj_id)] = (inst(created), inst(upd), inst(finished))
         return tuple(vals[c] for c in self.fields)
@@ -217,7 +218,8 @@ class Filler:
                         "created_at_raw": c_raw, "object_type": "client",
                         "object_id": "bk%d" % i, "updated_at": inst(t - ps.MS),
                         "truncated": 0, "sort_at": inst(t), "attempts": 0, "failures": 0,
-                        "next_at": inst(t + 40 * ps.MS), "finished_at": None}
+                        "next_at": inst(t + 40 * ps.MS), "finished_at": None,
+                        "admitted": 0}     # as the receiver stores it
                 rows.append(tuple(vals[c] for c in self.fields))
             self.con.execute("BEGIN")
             self.con.executemany(sql, rows)
