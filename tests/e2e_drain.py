@@ -317,9 +317,17 @@ class TestPlumbing(DrainBase):
         # held: runs exit quietly, and status must name the lock, not cron.
         # The daemon's command line is this test's own (sleep sums its
         # arguments), so that killing it kills no other test's process.
+        # The handler returns only once the daemon has left its process
+        # group: when the handler ends the drainer kills what is left of
+        # the group, and a daemon caught before its setsid() would hold
+        # nothing (this test failed that way twice in one evening).
         daemon = "sleep 30 0.%d" % os.getpid()
+        left = os.path.join(self.sb.dir, "daemon-left-the-group")
+        self.addCleanup(subprocess.run, ["pkill", "-xf", daemon])
         write_conf(self.sb.conf, **dict(self.keys, handler=
-                   "cat >/dev/null; setsid -f %s </dev/null >/dev/null 2>&1" % daemon))
+                   "cat >/dev/null; setsid -f sh -c 'touch %s; exec %s'"
+                   " </dev/null >/dev/null 2>&1;"
+                   " while [ ! -e %s ]; do sleep 0.01; done" % (left, daemon, left)))
         self.deliver("esc1", obj_id=1)
         t0 = time.monotonic()
         p = self.drain("run")
@@ -333,7 +341,6 @@ class TestPlumbing(DrainBase):
         self.assertEqual(st.returncode, 1)
         self.assertIn("found the run lock held", st.stdout)
         self.assertIn("fuser -v", st.stdout)
-        subprocess.run(["pkill", "-xf", daemon])
 
     def test_max_time_stops_taking_new_events(self):
         write_conf(self.sb.conf, **dict(self.keys, handler_timeout="10s"))
