@@ -822,18 +822,42 @@ read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
  * admitted rows through the hold index, and among the few not yet
  * admitted (schema.sql) by reading them all.  admitted is 0 or 1, so the
  * two together are every row: the answer never depends on admission,
- * only its cost does.
+ * only its cost does.  For the drainer, which admits as it goes (admit,
+ * inbox_claim), one event at a time.
  */
-#define HELD_BY(e, cond) \
-	" EXISTS (SELECT 1 FROM events o" cond \
-	"   AND o.state = 'pending' AND o.object_type = " e ".object_type" \
+#define HELD_BY(e, from, rid) \
+	" EXISTS (SELECT 1 FROM " from \
+	"   AND o.object_type = " e ".object_type" \
 	"   AND o.object_id = " e ".object_id" \
-	"   AND (o.sort_at, o.received_at, o.rowid) <" \
+	"   AND (o.sort_at, o.received_at, o." rid ") <" \
 	"       (" e ".sort_at, " e ".received_at, " e ".rowid))"
+#define ADMITTED_PENDING \
+	"events o INDEXED BY events_object_pending" \
+	" WHERE o.admitted = 1 AND o.state = 'pending'"
 #define NOT_HELD(e) \
 	" (" e ".object_id IS NULL OR NOT (" \
-	HELD_BY(e, " INDEXED BY events_object_pending WHERE o.admitted = 1") " OR" \
-	HELD_BY(e, " INDEXED BY events_unadmitted WHERE o.admitted = 0") "))"
+	HELD_BY(e, ADMITTED_PENDING, "rowid") " OR" \
+	HELD_BY(e, "events o INDEXED BY events_unadmitted" \
+	    " WHERE o.admitted = 0 AND o.state = 'pending'", "rowid") "))"
+
+/*
+ * The same for statements that evaluate the hold for many rows (list,
+ * status), which do not admit: they stay read-only, and a backlog of
+ * unadmitted rows (no drainer for a day) must not make them read it once
+ * per row.  The statement starts WITH_UNADMITTED: the pending rows not
+ * yet admitted, read once, which SQLite searches through an automatic
+ * index on (object_type, object_id) — O((P + U) log U), where NOT_HELD
+ * would be O(P × U) (20 000 of each: 0.07 s against 56 s).
+ */
+#define WITH_UNADMITTED \
+	"WITH unadmitted AS MATERIALIZED (SELECT object_type, object_id," \
+	" sort_at, received_at, rowid AS rid" \
+	" FROM events INDEXED BY events_unadmitted" \
+	" WHERE admitted = 0 AND state = 'pending' AND object_id IS NOT NULL) "
+#define NOT_HELD_MANY(e) \
+	" (" e ".object_id IS NULL OR NOT (" \
+	HELD_BY(e, ADMITTED_PENDING, "rowid") " OR" \
+	HELD_BY(e, "unadmitted o WHERE 1", "rid") "))"
 
 /*
  * Admit up to ADMIT_CHUNK rows not yet admitted into the hold index, in
@@ -1347,8 +1371,9 @@ inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
     int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
 {
 	static const char sql[] =
+	    WITH_UNADMITTED
 	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
-	    " state = 'pending' AND NOT" NOT_HELD("e")
+	    " state = 'pending' AND NOT" NOT_HELD_MANY("e")
 	    " FROM events e" FILTER_WHERE
 	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
 	sqlite3_stmt *st = NULL;
@@ -1357,7 +1382,6 @@ inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
 	enum inbox_status s = INBOX_OK;
 	int rc;
 
-	admit(ib);	/* NOT_HELD for every pending row listed */
 	inbox_event_init(&e);
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_filter(st, f, since, until)) != SQLITE_OK ||
@@ -1544,7 +1568,6 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	admit(ib);	/* NOT_HELD for every pending row ("blocked") */
 	memset(r, 0, sizeof *r);
 	/* One read transaction, so the figures agree with each other. */
 	if ((rc = exec(ib, "BEGIN")) != SQLITE_OK)
@@ -1580,8 +1603,9 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	sqlite3_finalize(st);
 	st = NULL;
 	if ((rc = sqlite3_prepare_v2(ib->db,
+	    WITH_UNADMITTED
 	    "SELECT count(*) FROM events e WHERE state = 'pending'"
-	    " AND object_id IS NOT NULL AND NOT" NOT_HELD("e"), -1, &st,
+	    " AND object_id IS NOT NULL AND NOT" NOT_HELD_MANY("e"), -1, &st,
 	    NULL)) != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW)
 		goto fail;
 	r->blocked = sqlite3_column_int64(st, 0);

@@ -947,19 +947,25 @@ START_TEST(hold_counts_rows_not_yet_admitted)
 		ck_assert_int_eq(unadmitted(dbpath), 0);
 	}
 
-	/* Unlocked, status admits everything, and nothing changes. */
+	/* Unlocked: status and list only read (Y2 stays unadmitted, and
+	 * counts); the drainer's next claim admits it (X0's, which finds X0
+	 * older than X1, done: stale). */
 	store("Y2", "t", AT("11:30:00"), "invoice", "Y", NULL);
-	ck_assert_int_eq(unadmitted(dbpath), 1);
 	OK(inbox_status_report(ib, &r, &err));
-	ck_assert_int_eq(unadmitted(dbpath), 0);
 	ck_assert_int_eq(r.blocked, 2);		/* X2 behind X0, Y2 behind Y1 */
-	ck_assert_str_eq(due(t, 0), "X0,Y1");
+	ck_assert_str_eq(list_ids(&all), "X0,X1,Y1,X2!,Y2!");
+	ck_assert_int_eq(unadmitted(dbpath), 1);
+	ck_assert_int_eq(take_claim("X0", t, 1), INBOX_MARKED_STALE);
+	ck_assert_int_eq(unadmitted(dbpath), 0);
+	ck_assert_str_eq(due(t, 0), "Y1,X2");
+	ck_assert_str_eq(list_ids(&all), "X0,X1,Y1,X2,Y2!");
 }
 END_TEST
 
 /* The drainer's first look admits what is there, in chunks of fewer rows
- * than this (each its own transaction), and later looks admit what
- * arrived since, at most once a second. */
+ * than this (each its own transaction), later looks admit what arrived
+ * since at most once a second, and a claim admits at once; status only
+ * reads. */
 START_TEST(drainer_admits_in_chunks)
 {
 	char id[32];
@@ -979,9 +985,11 @@ START_TEST(drainer_admits_in_chunks)
 	ck_assert_int_eq(strlen(due(t, 0)), 100 * 7 - 1);
 	ck_assert_int_eq(unadmitted(dbpath), 1);
 	OK(inbox_status_report(ib, &r, &err));
-	ck_assert_int_eq(unadmitted(dbpath), 0);
+	ck_assert_int_eq(unadmitted(dbpath), 1);
 	ck_assert_int_eq(r.pending, 1235);
 	ck_assert_int_eq(r.blocked, 1235 - 100);
+	done("ev0000", t);
+	ck_assert_int_eq(unadmitted(dbpath), 0);
 }
 END_TEST
 
