@@ -1023,7 +1023,7 @@ inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
 	    " AND state = 'pending' AND" NOT_HELD("e");
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE];
-	int rc, stale, admitted;
+	int rc, stale, n;
 
 	if ((rc = begin(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "begin", rc);
@@ -1031,19 +1031,14 @@ inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
 	 * sync serves both): the recheck then reads no row not yet admitted,
 	 * and while deliveries keep arriving inbox_next_due only meets the
 	 * few that came during one hand-out (NOT_HELD reads them all). */
-	if ((rc = admit_chunk(ib, &admitted)) != SQLITE_OK)
+	if ((rc = admit_chunk(ib, &n)) != SQLITE_OK)
 		goto fail;
 	if ((rc = sqlite3_prepare_v2(ib->db, recheck, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = bind_text(st, 1, e->webhook_id)) != SQLITE_OK)
 		goto fail;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
-		*claim = INBOX_SKIPPED;
-		if (admitted == 0) {
-			sqlite3_finalize(st);
-			rollback(ib);
-			return INBOX_OK;
-		}
+		*claim = INBOX_SKIPPED;		/* keep what admit_chunk did */
 		return txn_commit(ib, st, err, "admitting events");
 	}
 	if (rc != SQLITE_ROW)
