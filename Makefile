@@ -29,14 +29,32 @@ TSAN_TESTS = test_committer
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c \
-	   lib/committer.c lib/walsync.c lib/acceptor.c
+	   lib/committer.c lib/walsync.c lib/acceptor.c lib/version.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
 	  test_acceptor
 
-.PHONY: all deps test test-all test-build san tsan bench demo clean install static
+.PHONY: all deps test test-all test-build san tsan bench demo clean install static FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
+
+# `--version`: VERSION from the tree, the commit from git (with -dirty when
+# tracked files differ from it); outside a git checkout, "unknown".  The
+# stamp changes only when they do, so lib/version.o is rebuilt only then.
+VERSION	:= $(shell cat VERSION)
+COMMIT	:= $(shell if git rev-parse --git-dir >/dev/null 2>&1; then \
+	     c=$$(git rev-parse --short=12 HEAD); \
+	     git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; \
+	     else echo unknown; fi)
+VERSION_DEFS = -DWEBHOOK_VERSION='"$(VERSION)"' -DWEBHOOK_COMMIT='"$(COMMIT)"'
+
+$(B)/version.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' >$@
+
+$(B)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
 $(B)/%.o: %.c lib/*.h
 	@mkdir -p $(dir $@)
@@ -139,6 +157,10 @@ $(SB)/cjson/libcjson.a: $(SB)/cjson/src.stamp
 $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) -I$(SB)/cjson/include $(ALL_CFLAGS) -c -o $@ $<
+
+$(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
+	@mkdir -p $(dir $@)
+	$(CC) -I$(SB)/cjson/include $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
 $(SB)/lib/schema.o: lib/schema.S schema.sql
 	@mkdir -p $(dir $@)

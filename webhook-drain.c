@@ -43,6 +43,7 @@
 #include "lib/runlock.h"
 #include "lib/signature.h"
 #include "lib/util.h"
+#include "lib/version.h"
 #include "lib/walsync.h"
 
 #define EXIT_FAILED	1
@@ -57,6 +58,7 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
+	    "       webhook-drain --version\n"
 	    "  run [--max-time SECONDS]     process due events, then purge (silent on success)\n"
 	    "  status [--json] [--max-pending-age D] [--max-idle D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
@@ -1363,6 +1365,7 @@ cmd_send(const struct config *c, struct opts *o)
 	HDR("webhook-signature: %s", sig);
 	HDR("Content-Type: application/json");
 #undef HDR
+	api_curl_setup(curl, c);
 	curl_easy_setopt(curl, CURLOPT_URL, o->args[0]);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data ? body.data : "");
@@ -2167,6 +2170,12 @@ main(int argc, char **argv)
 	const char *cmd;
 	int ch, rc;
 
+	if (argc == 2 && (strcmp(argv[1], "--version") == 0 ||
+	    strcmp(argv[1], "-V") == 0)) {
+		version_print(stdout, "webhook-drain");
+		printf("libcurl: %s\n", curl_version());
+		return 0;
+	}
 	log_init("webhook-drain");
 	/* A handler that exits without reading its stdin must not kill us. */
 	signal(SIGPIPE, SIG_IGN);

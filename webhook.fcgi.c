@@ -42,6 +42,7 @@
 #include "lib/inbox.h"
 #include "lib/signature.h"
 #include "lib/util.h"
+#include "lib/version.h"
 
 /* Longest webhook-id, bytes.  Provider ids are ~30 characters; 256 leaves
  * room for any sender without letting a header become a storage problem. */
@@ -1256,8 +1257,14 @@ main(int argc, char **argv)
 	const char *acc;
 	int sfd, rc, share;
 
-	(void)argc;
-	(void)argv;
+	/* `webhook.fcgi --version` from a shell.  Never under a web server:
+	 * a CGI GET with a query string without '=' becomes argv
+	 * (/webhook.fcgi?--version), and the answer must stay ours. */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0 &&
+	    getenv("GATEWAY_INTERFACE") == NULL && FCGX_IsCGI()) {
+		version_print(stdout, "webhook.fcgi");
+		return 0;
+	}
 	log_init("webhook.fcgi");
 	/* Bodies over 128 KiB get their own mapping and go back to the system
 	 * when freed.  glibc would otherwise raise this threshold after the

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <sodium.h>
@@ -17,6 +18,42 @@ struct api {
 	struct buf		 body;
 	struct buf		 url;
 };
+
+/* Where distributions keep the system's CA bundle, commonest first. */
+static const char *const ca_bundles[] = {
+	"/etc/ssl/certs/ca-certificates.crt",	/* Debian, Ubuntu, Alpine, Arch */
+	"/etc/pki/tls/certs/ca-bundle.crt",	/* RHEL, AlmaLinux, CloudLinux, Fedora */
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",	/* RHEL 7 and later */
+	"/etc/ssl/ca-bundle.pem",		/* openSUSE, SLES */
+	"/var/lib/ca-certificates/ca-bundle.pem",	/* older SUSE */
+	"/etc/ssl/cert.pem",			/* Alpine, Void */
+};
+
+const char *
+api_ca_bundle(const struct config *c)
+{
+	const char *env = getenv("SSL_CERT_FILE");
+	size_t i;
+
+	if (c->api_ca_file != NULL)
+		return c->api_ca_file;
+	if (env != NULL && *env != '\0')
+		return env;
+	for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
+		if (access(ca_bundles[i], R_OK) == 0)
+			return ca_bundles[i];
+	return NULL;
+}
+
+void
+api_curl_setup(CURL *curl, const struct config *c)
+{
+	const char *ca = api_ca_bundle(c);
+
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (ca != NULL)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+}
 
 static size_t
 sink(char *p, size_t size, size_t n, void *arg)
@@ -63,7 +100,7 @@ api_open(const struct config *c, struct api **out, struct buf *err)
 		goto oom;
 	curl_easy_setopt(a->curl, CURLOPT_HTTPHEADER, a->headers);
 	curl_easy_setopt(a->curl, CURLOPT_USERAGENT, "webhook-inbox");
-	curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	api_curl_setup(a->curl, c);
 	curl_easy_setopt(a->curl, CURLOPT_TIMEOUT, (long)a->timeout);
 	curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT,
 	    (long)(a->timeout < 10 ? a->timeout : 10));

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 
 #include "config.h"
 #include "util.h"
@@ -49,6 +50,21 @@ void	api_close(struct api *a);	/* accepts NULL; wipes the token */
 enum api_status api_get(struct api *a, const char *path, cJSON **json,
 	    int64_t *retry_after, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * The CA bundle (PEM file) that verifies the provider's certificate:
+ * api_ca_file when set; else $SSL_CERT_FILE; else the first readable file
+ * among the places distributions keep theirs (Debian/Ubuntu/Alpine,
+ * RHEL/AlmaLinux/CloudLinux/Fedora, SUSE, …): a static drainer runs on
+ * hosts whose layout its build machine did not know.  NULL when none is
+ * found (libcurl's built-in default then applies).  Points into c or into
+ * static storage.
+ */
+const char *api_ca_bundle(const struct config *c);
+
+/* Give a libcurl handle the TLS trust above and HTTP/HTTPS only.  For
+ * every handle that may speak https (the API client, `send`). */
+void	api_curl_setup(CURL *curl, const struct config *c);
 
 /* Percent-escape one path segment or query value into out; 0 or -1. */
 int	api_escape(struct api *a, const char *s, struct buf *out)

@@ -20,7 +20,7 @@ struct parse {
 					 * buffer is gone once parsing ends) */
 	const char	*what;	/* static text of the first error */
 	int		 seen_handler, seen_database, seen_log, seen_api_url,
-			 seen_token;
+			 seen_token, seen_ca;
 	char		 seen_keys[512];	/* " key key …" of single-valued keys */
 };
 
@@ -171,6 +171,9 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	if (KEY("api_token_file"))
 		return set_string(p, &c->api_token_file, &p->seen_token,
 		    "api_token_file", value);
+	if (KEY("api_ca_file"))
+		return set_string(p, &c->api_ca_file, &p->seen_ca, "api_ca_file",
+		    value);
 	if (KEY("api_timeout")) {
 		if (util_parse_duration(value, 300, &c->api_timeout) == -1 ||
 		    c->api_timeout < 1)
@@ -391,7 +394,8 @@ config_load(const char *path, struct config *c, struct buf *err)
 	}
 	if (resolve(c, &c->database) == -1 ||
 	    (c->log != NULL && resolve(c, &c->log) == -1) ||
-	    (c->api_token_file != NULL && resolve(c, &c->api_token_file) == -1)) {
+	    (c->api_token_file != NULL && resolve(c, &c->api_token_file) == -1) ||
+	    (c->api_ca_file != NULL && resolve(c, &c->api_ca_file) == -1)) {
 		(void)buf_printf(err, "%s: out of memory", path);
 		goto out;
 	}
@@ -417,6 +421,7 @@ config_free(struct config *c)
 	free(c->log);
 	free(c->api_url);
 	free(c->api_token_file);
+	free(c->api_ca_file);
 	for (i = 0; i < c->nresources; i++) {
 		free(c->resources[i].object_type);
 		free(c->resources[i].path);

@@ -55,6 +55,8 @@ struct config {
 	 * replace synchronisation"). */
 	char			*api_url;	/* base, e.g. https://…/public/v1 */
 	char			*api_token_file;	/* read by config_api_token */
+	char			*api_ca_file;	/* CA bundle for https (PEM); NULL:
+						 * api_ca_bundle() looks for the system's */
 	int64_t			 api_timeout;	/* seconds per request, default 10 */
 	struct config_resource	 resources[CONFIG_LIST_MAX];
 	size_t			 nresources;

@@ -79,6 +79,12 @@ struct inbox {
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
+int
+inbox_schema_version(void)
+{
+	return SCHEMA_VERSION;
+}
+
 /* The columns every event query selects, in inbox_event order. */
 #define EVENT_COLUMNS \
 	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \

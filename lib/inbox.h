@@ -59,6 +59,10 @@ enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
 	    __attribute__((warn_unused_result));
 void	inbox_close(struct inbox *ib);	/* accepts NULL */
 
+/* The schema version this program writes (PRAGMA user_version); an inbox
+ * with a newer one is refused by inbox_open. */
+int	inbox_schema_version(void);
+
 /*
  * Between requests (after the answer was sent), on a connection with group
  * commit: inbox_checkpoint_turn with the WAL size of its last commit, so
