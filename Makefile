@@ -83,7 +83,17 @@ $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 # The vectors live beside the project's root (../shared/vectors).
 VECTORS ?= $(abspath ../shared/vectors/standard-webhooks.json)
 
-test-build: all $(UNIT_TESTS:%=$(B)/tests/%)
+test-build: all $(UNIT_TESTS:%=$(B)/tests/%) $(B)/tests/webhook.fcgi.next
+
+# The same receiver saying another version (VERSION+next): what the upgrade
+# tests rename over a running one.  Only version.o differs; given as an
+# object, it keeps the archive's version.o out of the link.
+$(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/version.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DWEBHOOK_VERSION='"$(VERSION)+next"' \
+	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/version.c
+	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/tests/version-next.o \
+	    $(B)/libwebhook.a $(PKG_LIBS)
 
 san:
 	$(MAKE) B=build-san CFLAGS='$(SAN_FLAGS)' test-build

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -601,24 +604,160 @@ worker_free(struct worker *w)
 	buf_free(&w->err);
 }
 
+/*
+ * Who we are: the executable's path (for webhook.conf beside it) and its
+ * identity as started.  A shared-hosting user upgrades by uploading
+ * webhook.fcgi.new and renaming it over webhook.fcgi (a running executable
+ * cannot be overwritten: "Text file busy"), and cannot restart the web
+ * server, while mod_fcgid keeps its old processes for as long as they are
+ * busy enough.  So a FastCGI process that finds another file at its path
+ * finishes the requests in hand and becomes the new program (main: execv
+ * in the same process, the listening socket kept).  Without /proc (an empty chroot) nothing is known
+ * and nothing is checked.
+ */
+static char self_exe[PATH_MAX];
+static struct stat self_st;
+static int self_known;
+
 static void
-find_self_conf(void)
+find_self(void)
 {
-	char exe[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
 	snprintf(self_conf, sizeof self_conf, "webhook.conf");
-	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
 	if (n <= 0)
 		return;
-	exe[n] = '\0';
-	if ((slash = strrchr(exe, '/')) != NULL &&
-	    (size_t)(slash - exe) + sizeof "/webhook.conf" <= sizeof self_conf) {
-		memcpy(self_conf, exe, (size_t)(slash - exe));
-		memcpy(self_conf + (slash - exe), "/webhook.conf",
+	self_exe[n] = '\0';
+	/* Replaced while we were starting: the kernel says "PATH (deleted)";
+	 * PATH is still where the web server starts us. */
+	if ((size_t)n > sizeof " (deleted)" &&
+	    strcmp(self_exe + n - (sizeof " (deleted)" - 1), " (deleted)") == 0)
+		self_exe[n - (sizeof " (deleted)" - 1)] = '\0';
+	/* stat of the magic link: the file we run, even if already renamed
+	 * over; a path that no longer names it is checked per request. */
+	self_known = stat("/proc/self/exe", &self_st) == 0;
+	if ((slash = strrchr(self_exe, '/')) != NULL &&
+	    (size_t)(slash - self_exe) + sizeof "/webhook.conf" <= sizeof self_conf) {
+		memcpy(self_conf, self_exe, (size_t)(slash - self_exe));
+		memcpy(self_conf + (slash - self_exe), "/webhook.conf",
 		    sizeof "/webhook.conf");
 	}
+}
+
+/*
+ * Does the file now at self_exe start, and say it is a receiver?  Runs
+ * `FILE --version` (stdin a closed pipe, not our FastCGI socket; no
+ * GATEWAY_INTERFACE), for at most UPGRADE_PROBE_MS.  A truncated upload
+ * or a binary for another machine renamed into place must not end a
+ * working process: libfcgi cannot serve again once told to stop.
+ */
+#define UPGRADE_PROBE_MS	5000
+
+static int
+upgrade_starts(void)
+{
+	extern char **environ;
+	char *argv[] = { self_exe, (char *)"--version", NULL };
+	char **env = NULL, out[64];
+	int in[2] = { -1, -1 }, pipefd[2] = { -1, -1 }, ok = 0, status;
+	size_t n = 0, i, k = 0;
+	posix_spawn_file_actions_t fa;
+	struct pollfd p;
+	pid_t pid = -1;
+	ssize_t got;
+	int64_t deadline = util_mono_ns() + UPGRADE_PROBE_MS * 1000000LL;
+
+	for (i = 0; environ[i] != NULL; i++)
+		;
+	if ((env = calloc(i + 1, sizeof *env)) == NULL ||
+	    pipe2(in, O_CLOEXEC) == -1 || pipe2(pipefd, O_CLOEXEC) == -1)
+		goto out;
+	for (i = 0; environ[i] != NULL; i++)
+		if (strncmp(environ[i], "GATEWAY_INTERFACE=", 18) != 0)
+			env[k++] = environ[i];
+	close(in[1]);
+	in[1] = -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+	if (posix_spawn(&pid, self_exe, &fa, NULL, argv, env) != 0)
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	close(pipefd[1]);
+	pipefd[1] = -1;
+	if (pid == -1)
+		goto out;
+	p.fd = pipefd[0];
+	p.events = POLLIN;
+	while (n < sizeof out - 1 && util_mono_ns() < deadline) {
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if ((got = read(pipefd[0], out + n, sizeof out - 1 - n)) <= 0)
+			break;
+		n += (size_t)got;
+	}
+	out[n] = '\0';
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (util_mono_ns() >= deadline)
+			kill(pid, SIGKILL);
+		poll(NULL, 0, 10);
+	}
+	ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    strncmp(out, "webhook.fcgi ", 13) == 0;
+out:
+	free(env);
+	if (in[0] != -1)
+		close(in[0]);
+	if (in[1] != -1)
+		close(in[1]);
+	if (pipefd[0] != -1)
+		close(pipefd[0]);
+	if (pipefd[1] != -1)
+		close(pipefd[1]);
+	return ok;
+}
+
+/* After a request: when another file stands at our path and it starts,
+ * stop as on SIGTERM (the main thread reads it from the signalfd, sees it
+ * is ours, and starts the new program once every thread has finished the
+ * request in hand).  A file that does not start is said once, and kept
+ * serving with the program we have until the path changes again. */
+static void
+leave_if_replaced(void)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct stat refused;	/* the last file that did not start */
+	static int leaving;
+	struct stat sb;
+
+	if (!self_known || stat(self_exe, &sb) == -1 ||
+	    (sb.st_dev == self_st.st_dev && sb.st_ino == self_st.st_ino))
+		return;
+	/* A path that names nothing is not an upgrade: leaving then would
+	 * leave nothing to start. */
+	if (pthread_mutex_trylock(&mu) != 0)
+		return;		/* another thread is looking */
+	if (leaving || (sb.st_ino == refused.st_ino &&
+	    sb.st_dev == refused.st_dev && sb.st_size == refused.st_size &&
+	    sb.st_mtim.tv_sec == refused.st_mtim.tv_sec &&
+	    sb.st_mtim.tv_nsec == refused.st_mtim.tv_nsec))
+		goto out;
+	if (!upgrade_starts()) {
+		refused = sb;
+		log_msg("%s was replaced, but the new file does not start "
+		    "(`%s --version` fails: a partial upload, or a build for "
+		    "another machine?); serving on with the program running now",
+		    self_exe, self_exe);
+		goto out;
+	}
+	leaving = 1;
+	log_msg("%s was replaced (an upgrade): finishing the requests in hand, "
+	    "then starting the new one", self_exe);
+	kill(getpid(), SIGTERM);
+out:
+	pthread_mutex_unlock(&mu);
 }
 
 /* SIGUSR2 interrupts a thread blocked in accept(2) at shutdown: it is
@@ -653,6 +792,7 @@ serve_one(struct worker *w)
 	r.body_read = 0;
 	handle(w, &r);
 	FCGX_Finish_r(&w->req);
+	leave_if_replaced();
 	return 0;
 }
 
@@ -1003,12 +1143,13 @@ poke(struct worker *w, int n)
 
 /*
  * Serve until a stop signal (SIGTERM, SIGUSR1, SIGHUP, read from `sfd`),
- * or until our own socket fails every thread.  With `share`, first join
+ * or until our own socket fails every thread.  *reexec: the stop was our
+ * own, after an upgrade (leave_if_replaced).  With `share`, first join
  * our siblings (lib/acceptor.h): lead them, or pass them our connections
  * as a standby, and take over when the acceptor is gone.
  */
 static int
-serve(int sfd, int nthreads, int share)
+serve(int sfd, int nthreads, int share, int *reexec)
 {
 	struct relay *relays[STANDBYS_MAX];
 	struct pollfd pfd[2];
@@ -1068,8 +1209,13 @@ serve(int sfd, int nthreads, int share)
 		}
 		if (pfd[0].revents != 0) {
 			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				/* From leave_if_replaced: start the new
+				 * program once every thread is done. */
+				*reexec = si.ssi_signo == SIGTERM &&
+				    si.ssi_pid == (uint32_t)getpid();
 				break;
+			}
 		}
 		now = util_mono_ns();
 		/* Our own loop stalled (a paused VM, a stopped process): the
@@ -1274,7 +1420,7 @@ main(int argc, char **argv)
 		log_msg("libsodium failed to initialise");
 		return 1;
 	}
-	find_self_conf();
+	find_self();
 
 	if (FCGX_IsCGI()) {
 		struct worker w;
@@ -1327,14 +1473,39 @@ main(int argc, char **argv)
 		log_msg("serving alone: FCGI_WEB_SERVER_ADDRS is set");
 		share = 0;
 	}
-	rc = serve(sfd, thread_count(), share);
-	close(sfd);
-	pthread_mutex_lock(&site_mu);
-	{
-		struct site *st = current;
-		current = NULL;
-		pthread_mutex_unlock(&site_mu);
-		site_release(st);
+	for (;;) {
+		int reexec = 0;
+
+		rc = serve(sfd, thread_count(), share, &reexec);
+		pthread_mutex_lock(&site_mu);
+		{
+			struct site *st = current;
+			current = NULL;
+			pthread_mutex_unlock(&site_mu);
+			site_release(st);
+		}
+		if (!reexec)
+			break;
+		/*
+		 * Upgraded: every request in hand was answered.  Become the new
+		 * program in this same process: the listening socket (fd 0)
+		 * stays open, so connections the server made meanwhile wait in
+		 * its queue for the new program instead of being refused or
+		 * reset (a process that exited would lose them: lighttpd
+		 * answers 500), and the server sees the same process.  Every
+		 * other descriptor is close-on-exec; a stop signal that came
+		 * meanwhile stays pending (blocked) for the new program.
+		 */
+		log_msg("starting the new %s", self_exe);
+		execv(self_exe, argv);
+		/* It started a moment ago (upgrade_starts): replaced again
+		 * since.  libfcgi cannot serve again after a stop; the web
+		 * server starts us anew. */
+		log_msg("cannot start the new %s: %s; exiting", self_exe,
+		    strerror(errno));
+		rc = 1;
+		break;
 	}
+	close(sfd);
 	return rc;
 }

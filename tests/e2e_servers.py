@@ -7,8 +7,8 @@ through it: a valid webhook stored, a duplicate answered 200, a bad
 signature 401, a body over the limit refused with nothing stored, header
 names in any letter case, and a signed 250 KB body stored byte for byte.
 
-  Apache + mod_fcgid from a user's .htaccess    conf/apache-htaccess (and
-                                                with its suEXEC wrapper)
+  Apache + mod_fcgid from a user's .htaccess    conf/apache-htaccess with
+                                                conf/webhook.fcgi-wrapper
   Apache + plain CGI from a user's .htaccess    conf/apache-cgi.htaccess
   Apache + mod_fcgid, server config             conf/apache-fcgid.conf
   Apache + mod_proxy_fcgi + webhook-spawn       conf/apache-proxy-fcgi.conf
@@ -147,11 +147,33 @@ class Home:
         os.chmod(self.conf, 0o640)
 
     def install_binary(self, src=FCGI, name="webhook.fcgi"):
-        """The receiver uploaded into the document root (.htaccess cases)."""
+        """The receiver uploaded into the document root (what the hosting
+        guide no longer does: TestModFcgidDefaultBodyLimit's fact)."""
         dst = os.path.join(self.docroot, name)
         shutil.copy(src, dst)
         os.chmod(dst, 0o755)
         return dst
+
+    def install_endpoint(self, snippet, src=FCGI, mode=0o755):
+        """The hosting guide's layout: the receiver in ~/webhook (outside
+        the document root), public_html/webhook/ holding the snippet as
+        .htaccess (linked: the file itself, never a copy) and
+        conf/webhook.fcgi-wrapper with /home/you made this home.  Mode 755:
+        the web user runs it here (no suEXEC)."""
+        exe = os.path.join(self.app, "webhook.fcgi")
+        shutil.copy(src, exe)
+        os.chmod(exe, 0o755)
+        endpoint = os.path.join(self.docroot, "webhook")
+        os.mkdir(endpoint, 0o755)
+        with open(os.path.join(CONF_DIR, "webhook.fcgi-wrapper")) as f:
+            text = f.read().replace("/home/you", self.dir)
+        wrapper = os.path.join(endpoint, "webhook.fcgi")
+        with open(wrapper, "w") as f:
+            f.write(text)
+        os.chmod(wrapper, mode)
+        os.symlink(os.path.join(CONF_DIR, snippet),
+                   os.path.join(endpoint, ".htaccess"))
+        return exe
 
     def cleanup(self):
         self.sb.cleanup()
@@ -498,23 +520,24 @@ class AcceptanceCase(unittest.TestCase):
 
 
 class TestApacheHtaccess(AcceptanceCase):
-    """conf/apache-htaccess as a user's public_html/.htaccess: mod_fcgid
-    for bodies it takes, the same binary as plain CGI above 128 KiB."""
-    path = "/webhook.fcgi"
+    """conf/apache-htaccess in public_html/webhook/ with the wrapper beside
+    it (the hosting guide's layout): mod_fcgid for bodies it takes, the
+    same receiver as plain CGI above 128 KiB, both through the wrapper."""
+    path = "/webhook/webhook.fcgi"
+    modules = ["fcgid", "cgid"]
 
     def start(self):
-        self.home.install_binary()
-        os.symlink(os.path.join(CONF_DIR, "apache-htaccess"),
-                   os.path.join(self.home.docroot, ".htaccess"))
-        self.srv = Apache(self.home, ["fcgid", "cgid"],
-                          HOST_DIRECTORY.format(docroot=self.home.docroot),
-                          defines={"WEBHOOK_CONF": self.home.conf})
+        self.exe = self.home.install_endpoint("apache-htaccess")
+        with open(os.path.join(self.home.docroot, "index.html"), "w") as f:
+            f.write("the shop\n")
+        self.srv = Apache(self.home, self.modules,
+                          HOST_DIRECTORY.format(docroot=self.home.docroot))
         self.servers.append(self.srv)
         self.port = self.srv.port
 
     def fcgid_workers(self):
         return [p for p in descendants(self.srv.proc.pid)
-                if exe_of(p).endswith("/public_html/webhook.fcgi")]
+                if exe_of(p) == self.exe]
 
     def test_acceptance(self):
         self.acceptance()
@@ -524,28 +547,52 @@ class TestApacheHtaccess(AcceptanceCase):
         self.assertEqual(self.deliver(mid, event_body(mid))[0], 200, self.diag())
         self.assertTrue(self.fcgid_workers(), "no mod_fcgid process")
 
-class TestApacheHtaccessWrapper(AcceptanceCase):
-    """conf/apache-htaccess with the two-line wrapper its notes give for
-    suEXEC hosts in place of the binary: public_html/webhook.fcgi sets
-    WEBHOOK_CONF and execs the receiver kept outside the document root,
-    under both branches (FastCGI and plain CGI)."""
-    path = "/webhook.fcgi"
 
-    def start(self):
-        wrapper = os.path.join(self.home.docroot, "webhook.fcgi")
-        with open(wrapper, "w") as f:
-            f.write("#!/bin/sh\nWEBHOOK_CONF=%s exec %s\n" % (self.home.conf, FCGI))
-        os.chmod(wrapper, 0o755)
-        os.symlink(os.path.join(CONF_DIR, "apache-htaccess"),
-                   os.path.join(self.home.docroot, ".htaccess"))
-        srv = Apache(self.home, ["fcgid", "cgid"],
-                     HOST_DIRECTORY.format(docroot=self.home.docroot),
-                     defines={"WEBHOOK_CONF": self.home.conf})
-        self.servers.append(srv)
-        self.port = srv.port
+class TestApacheHtaccessWithoutFcgid(TestApacheHtaccess):
+    """The same snippet on a host without mod_fcgid: every delivery goes
+    to plain CGI (<IfModule>), none is refused."""
+    modules = ["cgid"]
+    test_small_bodies_go_to_a_fastcgi_process = None   # not inherited
 
-    def test_acceptance(self):
-        self.acceptance()
+    def test_small_bodies_go_to_plain_cgi(self):
+        mid = self.new_id("small")
+        self.assertEqual(self.deliver(mid, event_body(mid))[0], 200, self.diag())
+        self.assertEqual(self.fcgid_workers(), [])
+
+
+class TestHtaccessNotAllowed(unittest.TestCase):
+    """A host whose AllowOverride lacks Options (ExecCGI): the snippet in
+    its own directory makes that directory answer 500, and the site (its
+    index.html) keeps answering 200."""
+
+    def setUp(self):
+        self.home = Home()
+        self.home.install_endpoint("apache-htaccess")
+        with open(os.path.join(self.home.docroot, "index.html"), "w") as f:
+            f.write("the shop\n")
+        directory = HOST_DIRECTORY.replace(
+            "Options=ExecCGI,Indexes,SymLinksIfOwnerMatch", "").format(
+            docroot=self.home.docroot)
+        self.srv = Apache(self.home, ["fcgid", "cgid"], directory)
+
+    def tearDown(self):
+        self.srv.stop()
+        self.home.cleanup()
+
+    def test_only_the_endpoint_fails(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=30)
+        c.request("GET", "/index.html")
+        r = c.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"the shop\n"))
+        c.close()
+        mid = "msg_not_allowed"
+        body = event_body(mid)
+        ts = int(time.time())
+        status, _ = post(self.srv.port, "/webhook/webhook.fcgi", {
+            "webhook-id": mid, "webhook-timestamp": str(ts),
+            "webhook-signature": sign(SECRET_A, mid, ts, body)}, body)
+        self.assertEqual(status, 500, self.srv.logs())
+        self.assertEqual(self.home.sb.count(), 0)
 
 
 class TestModFcgidDefaultBodyLimit(AcceptanceCase):
@@ -577,16 +624,14 @@ class TestModFcgidDefaultBodyLimit(AcceptanceCase):
 
 
 class TestApacheCgiHtaccess(AcceptanceCase):
-    """conf/apache-cgi.htaccess: plain CGI, one process per request."""
-    path = "/webhook.fcgi"
+    """conf/apache-cgi.htaccess: plain CGI, one process per request, in
+    the hosting guide's layout."""
+    path = "/webhook/webhook.fcgi"
 
     def start(self):
-        self.home.install_binary()
-        os.symlink(os.path.join(CONF_DIR, "apache-cgi.htaccess"),
-                   os.path.join(self.home.docroot, ".htaccess"))
+        self.home.install_endpoint("apache-cgi.htaccess")
         srv = Apache(self.home, ["cgid"],
-                     HOST_DIRECTORY.format(docroot=self.home.docroot),
-                     defines={"WEBHOOK_CONF": self.home.conf})
+                     HOST_DIRECTORY.format(docroot=self.home.docroot))
         self.servers.append(srv)
         self.port = srv.port
 
