@@ -46,6 +46,8 @@
 #include "lib/version.h"
 #include "lib/walsync.h"
 
+/* Largest body `send` posts, bytes: above any max_body the config takes. */
+#define SEND_BODY_MAX	(64 << 20)
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
 #define NS		1000000000LL
@@ -68,8 +70,10 @@ usage(void)
 	    "  requeue ID | FILTERS [--yes] make events due again (fresh retry budget)\n"
 	    "  forget ID | FILTERS [--yes]  delete records so a replay is accepted again\n"
 	    "  purge                        apply retention now\n"
-	    "  send URL [FILE] [--id ID]    POST FILE (or stdin) signed with the first\n"
-	    "                               whsec_ secret, as the provider would\n"
+	    "  send URL [FILE | --size N] [--id ID]\n"
+	    "                               POST FILE (or stdin; on a terminal, a test\n"
+	    "                               event; --size: one of N bytes) signed with\n"
+	    "                               the first whsec_ secret, as the provider would\n"
 	    "  check [--document-root DIR]  validate the setup as this user runs it\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
@@ -331,7 +335,7 @@ parse_when(const char *s, int64_t now_ns, int64_t *out)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE
 };
 
 static const struct option long_opts[] = {
@@ -349,6 +353,7 @@ static const struct option long_opts[] = {
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
+	{ "size", required_argument, NULL, OPT_SIZE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -361,6 +366,7 @@ struct opts {
 	int64_t			 max_idle;		/* seconds */
 	const char		*id;
 	const char		*docroot;
+	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
 	int			 nargs;
@@ -449,6 +455,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_ID:
 			o->id = optarg;
+			break;
+		case OPT_SIZE:
+			if (util_parse_int(optarg, 1, SEND_BODY_MAX, &o->size) == -1) {
+				fprintf(stderr, "webhook-drain: --size: a byte count "
+				    "from 1 to %d\n", SEND_BODY_MAX);
+				return -1;
+			}
 			break;
 		case OPT_DOCROOT:
 			o->docroot = optarg;
@@ -1300,6 +1313,63 @@ curl_sink(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+/* Did the answer carry the receiver's mark (webhook.fcgi.c, respond)? */
+static size_t
+curl_header(char *p, size_t size, size_t n, void *arg)
+{
+	static const char mark[] = "x-webhook-inbox:";
+	int *ours = arg;
+
+	if (size * n >= sizeof mark - 1 &&
+	    strncasecmp(p, mark, sizeof mark - 1) == 0)
+		*ours = 1;
+	return size * n;
+}
+
+/* A test event as the provider shapes them (type webhook_inbox.test, a
+ * fresh createdAt), padded with a "filler" string to `size` bytes when it
+ * is shorter.  Returns 0, or -1 when out of memory. */
+static int
+sample_body(const char *id, int64_t size, struct buf *body)
+{
+	char now[INSTANT_SIZE], *text = NULL;
+	cJSON *ev = cJSON_CreateObject(), *data;
+	size_t base;
+	int rc = -1;
+
+	if (ev == NULL || instant_format(util_now_ns(), now) == -1)
+		goto out;
+	now[19] = 'Z';		/* to the second, as the provider sends it */
+	now[20] = '\0';
+	cJSON_AddStringToObject(ev, "id", id);
+	cJSON_AddStringToObject(ev, "type", "webhook_inbox.test");
+	cJSON_AddStringToObject(ev, "createdAt", now);
+	data = cJSON_AddObjectToObject(ev, "data");
+	cJSON_AddStringToObject(data, "object", "webhook_inbox_test");
+	cJSON_AddStringToObject(data, "id", id);
+	cJSON_AddStringToObject(data, "filler", "");
+	if ((text = cJSON_PrintUnformatted(ev)) == NULL)
+		goto out;
+	base = strlen(text);
+	if (size > (int64_t)base) {
+		char *fill = malloc((size_t)size - base + 1);
+		if (fill == NULL)
+			goto out;
+		memset(fill, 'x', (size_t)size - base);
+		fill[size - (int64_t)base] = '\0';
+		cJSON_ReplaceItemInObject(data, "filler", cJSON_CreateString(fill));
+		free(fill);
+		free(text);
+		if ((text = cJSON_PrintUnformatted(ev)) == NULL)
+			goto out;
+	}
+	rc = buf_append(body, text, strlen(text));
+out:
+	free(text);
+	cJSON_Delete(ev);
+	return rc;
+}
+
 static int
 cmd_send(const struct config *c, struct opts *o)
 {
@@ -1312,10 +1382,10 @@ cmd_send(const struct config *c, struct opts *o)
 	CURL *curl = NULL;
 	long status = 0;
 	size_t i, n;
-	int rc = EXIT_FAILED;
+	int rc = EXIT_FAILED, ours = 0, sample;
 	char chunk[65536];
 
-	if (o->nargs < 1 || o->nargs > 2) {
+	if (o->nargs < 1 || o->nargs > 2 || (o->size > 0 && o->nargs == 2)) {
 		usage();
 		return EXIT_USAGE;
 	}
@@ -1327,20 +1397,10 @@ cmd_send(const struct config *c, struct opts *o)
 		    c->path);
 		return EXIT_USAGE;
 	}
-	buf_init(&body, (size_t)64 << 20);
-	buf_init(&content, (size_t)65 << 20);
+	buf_init(&body, SEND_BODY_MAX);
+	buf_init(&content, (size_t)SEND_BODY_MAX + 1024);
 	buf_init(&answer, 4096);
 	buf_init(&line, 1024);
-	if (o->nargs == 2 && strcmp(o->args[1], "-") != 0 &&
-	    (in = fopen(o->args[1], "rb")) == NULL) {
-		fprintf(stderr, "webhook-drain: %s: %s\n", o->args[1], strerror(errno));
-		goto out;
-	}
-	while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
-		if (buf_append(&body, chunk, n) == -1) {
-			fprintf(stderr, "webhook-drain: body larger than 64 MiB\n");
-			goto out;
-		}
 	if (id == NULL) {
 		unsigned char rnd[12];
 		randombytes_buf(rnd, sizeof rnd);
@@ -1348,6 +1408,23 @@ cmd_send(const struct config *c, struct opts *o)
 		sodium_bin2hex(idbuf + 4, sizeof idbuf - 4, rnd, sizeof rnd);
 		id = idbuf;
 	}
+	/* No FILE: stdin, unless it is a terminal (a person trying the
+	 * setup): then a test event, as with --size. */
+	sample = o->size > 0 || (o->nargs == 1 && isatty(STDIN_FILENO));
+	if (sample && sample_body(id, o->size, &body) == -1) {
+		fprintf(stderr, "webhook-drain: out of memory\n");
+		goto out;
+	}
+	if (!sample && o->nargs == 2 && strcmp(o->args[1], "-") != 0 &&
+	    (in = fopen(o->args[1], "rb")) == NULL) {
+		fprintf(stderr, "webhook-drain: %s: %s\n", o->args[1], strerror(errno));
+		goto out;
+	}
+	while (!sample && (n = fread(chunk, 1, sizeof chunk, in)) > 0)
+		if (buf_append(&body, chunk, n) == -1) {
+			fprintf(stderr, "webhook-drain: body larger than 64 MiB\n");
+			goto out;
+		}
 	snprintf(tsbuf, sizeof tsbuf, "%lld", (long long)time(NULL));
 	if (buf_printf(&content, "%s.%s.", id, tsbuf) == -1 ||
 	    buf_append(&content, body.data ? body.data : "", body.len) == -1 ||
@@ -1373,6 +1450,8 @@ cmd_send(const struct config *c, struct opts *o)
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 15L);	/* the provider's limit */
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, curl_sink);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, curl_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &ours);
 	{
 		CURLcode cc = curl_easy_perform(curl);
 		if (cc != CURLE_OK) {
@@ -1386,9 +1465,14 @@ cmd_send(const struct config *c, struct opts *o)
 	    answer.data[answer.len - 1] == '\r'))
 		answer.len--;
 	printf("%ld webhook-id=%s ", status, id);
-	print_escaped(stdout, answer.data ? answer.data : "", answer.len);
+	if (ours)
+		print_escaped(stdout, answer.data ? answer.data : "",
+		    answer.len > 200 ? 200 : answer.len);
+	else	/* a web server's page: its status says enough */
+		printf("(not webhook.fcgi's answer: the web server answered "
+		    "itself, the receiver never ran; HOSTING.md, step 5)");
 	putchar('\n');
-	rc = status >= 200 && status < 300 ? 0 : EXIT_FAILED;
+	rc = ours && status >= 200 && status < 300 ? 0 : EXIT_FAILED;
 out:
 	if (in != NULL && in != stdin)
 		fclose(in);

@@ -120,7 +120,10 @@ param(struct request *r, const char *name)
 }
 
 /* Write the whole answer.  Bodies are short fixed texts: nothing of the
- * request is echoed (the provider shows our first 2 KB to account admins). */
+ * request is echoed (the provider shows our first 2 KB to account admins).
+ * Every answer of ours carries X-Webhook-Inbox: `webhook-drain send` (the
+ * setup test) tells by it our answer from a web server's (a 200 for a
+ * file it served as it is, a 500 of its own). */
 static void
 respond(struct request *r, int status, const char *reason,
     const char *extra_header, const char *text)
@@ -129,7 +132,8 @@ respond(struct request *r, int status, const char *reason,
 	int n;
 
 	n = snprintf(head, sizeof head, "Status: %d %s\r\n"
-	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n",
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "X-Webhook-Inbox: receiver\r\n%s\r\n",
 	    status, reason, strlen(text), extra_header ? extra_header : "");
 	if (n < 0 || (size_t)n >= sizeof head)
 		return;
