@@ -113,8 +113,20 @@ test-all: test-build san tsan static
 	tests/run
 
 bench: deps
-	$(MAKE) all $(B)/bench/commit_cost
+	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/cgiloop \
+	    $(SB)/bench/cgi_ceiling
 	bench/run
+	python3 bench/cgi.py $(SB) $(B) --out $${BENCH_RESULTS:-bench/RESULTS.md}
+
+# The plain-CGI row (bench/cgi.py): its client, and its ceiling, linked
+# statically like the receiver it is compared with.
+$(B)/bench/cgiloop: bench/cgiloop.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+$(SB)/bench/cgi_ceiling: bench/cgi_ceiling.c
+	@mkdir -p $(dir $@)
+	$(CC) -static $(ALL_CFLAGS) -o $@ $<
 
 # The inbox's cost per stored row by batch size (bench/run runs it).
 $(B)/bench/commit_cost: bench/commit_cost.c $(B)/libwebhook.a

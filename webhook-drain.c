@@ -136,7 +136,7 @@ inbox_exists(const struct config *c)
 static struct inbox *
 open_inbox(const struct config *c)
 {
-	struct inbox_options o = { c->busy_timeout, c->synchronous, 0 };
+	struct inbox_options o = { c->busy_timeout, c->synchronous, 0, 0 };
 	struct inbox *ib = NULL;
 	struct buf err;
 

@@ -324,6 +324,7 @@ prepare(struct site *st, struct request *r, struct buf *err)
 	/* A FastCGI worker lives for many requests: group commit
 	 * (bench/RESULTS.md).  Plain CGI commits and syncs at once. */
 	io.group_commit = r->fcgi != NULL;
+	io.short_lived = r->fcgi == NULL;
 	if (r->fcgi != NULL && st->cm == NULL &&
 	    committer_open(st->conf.database, &io, &st->cm, err) != INBOX_OK) {
 		log_msg("inbox: %s", err->data);
@@ -1434,6 +1435,16 @@ main(int argc, char **argv)
 		r.body_read = 0;
 		handle(&w, &r);
 		worker_free(&w);
+		/* The answer is complete once stdout closes: the web server
+		 * need not wait for a checkpoint turn (inbox.h, short_lived). */
+		fclose(stdout);
+		if (current != NULL && current->ib != NULL) {
+			struct buf err;
+			buf_init(&err, 1024);
+			if (inbox_maintain(current->ib, &err) != INBOX_OK)
+				log_msg("inbox: %s", err.data);
+			buf_free(&err);
+		}
 		site_release(current);
 		return 0;
 	}

@@ -62,6 +62,7 @@ struct inbox {
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
+	int		 short_lived;	/* see inbox_options */
 	int		 wal_frames;	/* group commit: WAL frames after the last commit */
 	/* The files this connection writes, as opened: a receiver must not
 	 * acknowledge into a database that was moved or deleted meanwhile
@@ -293,6 +294,9 @@ role_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	(void)db;
 	(void)name;
 	walsync_written(ib->role, ib->write_gen, frames);
+	ib->wal_frames = frames;
+	if (ib->short_lived)	/* after the answer: inbox_maintain */
+		return SQLITE_OK;
 	buf_init(&err, 256);
 	if (inbox_checkpoint_turn(ib, frames, &err) != INBOX_OK)
 		log_msg("inbox: %s", err.data);
@@ -353,8 +357,14 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
 		return db_fail(ib, err, "checkpoint", rc);
 	if (restart && ib->busy_timeout_ns > INBOX_RESTART_WAIT_MS * 1000000)
 		ib->busy_timeout_ns = (int64_t)INBOX_RESTART_WAIT_MS * 1000000;
-	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", restart ?
-	    SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+	/* A short-lived connection truncates: the next process rebuilds the
+	 * shared index from the WAL file and would take every frame a
+	 * RESTART left there as not yet copied (SQLite's recovery starts
+	 * with nothing checkpointed), append behind them, and copy them all
+	 * again at each checkpoint. */
+	rc = sqlite3_wal_checkpoint_v2(ib->db, "main", !restart ?
+	    SQLITE_CHECKPOINT_PASSIVE : ib->short_lived ?
+	    SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_RESTART, &log, &done);
 	ib->busy_timeout_ns = saved;
 	/* SQLITE_BUSY: another connection is checkpointing; that one will do. */
 	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
@@ -374,7 +384,7 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
  * below); 0: none.
  */
 static int
-turn_mode(const struct walsync_turn *t)
+turn_mode(const struct walsync_turn *t, int every)
 {
 	/* Fewer frames than at the last checkpoint: the WAL was restarted. */
 	uint64_t since = t->frames >= t->last_frames ? t->last_frames : 0;
@@ -388,7 +398,7 @@ turn_mode(const struct walsync_turn *t)
 			return WALSYNC_RESTART;
 		return WALSYNC_PASSIVE;
 	}
-	if (t->frames - since >= INBOX_CHECKPOINT_FRAMES)
+	if (t->frames - since >= (uint64_t)every)
 		return WALSYNC_PASSIVE;
 	return 0;
 }
@@ -399,12 +409,17 @@ inbox_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 	struct walsync *ws = shared_file(ib);
 	struct walsync_turn t;
 	enum inbox_status s;
-	int mode;
+	/* A short-lived connection's process reads the whole WAL back at
+	 * start (SQLite's recovery): keep it short (inbox.h). */
+	int mode, every = ib->short_lived ? INBOX_SHORT_CHECKPOINT_FRAMES :
+	    INBOX_CHECKPOINT_FRAMES;
 
 	if (ws == NULL) {	/* alone: this connection's own view */
 		ib->turn.frames = frames < 0 ? 0 : (uint64_t)frames;
-		if ((mode = turn_mode(&ib->turn)) == 0)
+		if ((mode = turn_mode(&ib->turn, every)) == 0)
 			return INBOX_OK;
+		if (ib->short_lived)	/* every turn truncates (checkpoint) */
+			mode = WALSYNC_RESTART;
 		s = checkpoint(ib, mode == WALSYNC_RESTART, err);
 		ib->turn.last_frames = ib->turn.frames;
 		ib->turn.last_mode = mode;
@@ -412,14 +427,16 @@ inbox_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 	}
 	/* Most calls end here, without a system call. */
 	walsync_peek(ws, &t);
-	if (!t.open || turn_mode(&t) == 0)
+	if (!t.open || turn_mode(&t, every) == 0)
 		return INBOX_OK;
 	if (walsync_turn_begin(ws, &t) == 0)
 		return INBOX_OK;
-	if ((mode = turn_mode(&t)) == 0) {	/* another turn came first */
+	if ((mode = turn_mode(&t, every)) == 0) {	/* another turn came first */
 		walsync_turn_end(ws, &t, 0);
 		return INBOX_OK;
 	}
+	if (ib->short_lived)	/* every turn truncates (checkpoint) */
+		mode = WALSYNC_RESTART;
 	walsync_turn_checkpoint(ws);
 	s = checkpoint(ib, mode == WALSYNC_RESTART, err);
 	walsync_turn_end(ws, &t, mode);
@@ -429,7 +446,7 @@ inbox_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 enum inbox_status
 inbox_maintain(struct inbox *ib, struct buf *err)
 {
-	if (!ib->group_commit)
+	if (!ib->group_commit && !ib->short_lived)
 		return INBOX_OK;
 	return inbox_checkpoint_turn(ib, ib->wal_frames, err);
 }
@@ -584,6 +601,11 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 	}
 	sqlite3_extended_result_codes(ib->db, 1);
 	sqlite3_busy_handler(ib->db, busy_wait, ib);
+	if (o->short_lived && !o->group_commit) {
+		ib->short_lived = 1;
+		(void)sqlite3_db_config(ib->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+		    1, NULL);
+	}
 
 	/* A database from a newer version of this program is left untouched
 	 * (not even switched to WAL). */

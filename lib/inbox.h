@@ -35,6 +35,18 @@ struct inbox_options {
 	 * requests.
 	 */
 	int			group_commit;
+	/*
+	 * One connection per process, one request per process (plain CGI):
+	 * its close does not checkpoint (SQLite would, as the last
+	 * connection, and delete the WAL: two more syncs and every page
+	 * written twice, per request).  Checkpoints stay with webhook-drain's
+	 * runs and the FastCGI processes, and inbox_maintain, called after
+	 * the answer was sent, takes a turn when the WAL has grown past
+	 * INBOX_CHECKPOINT_FRAMES (no drainer running, say), so the WAL
+	 * stays bounded.  Each new process then reads the WAL back into the
+	 * shared index (SQLite's recovery; memory only, no sync).
+	 */
+	int			short_lived;
 };
 
 /* Outcome of a call that may meet a busy or broken database. */
@@ -65,12 +77,18 @@ int	inbox_schema_version(void);
 
 /*
  * Between requests (after the answer was sent), on a connection with group
- * commit: inbox_checkpoint_turn with the WAL size of its last commit, so
- * the WAL stays bounded without a checkpoint on any request's path.  A
- * no-op otherwise.  Returns INBOX_OK, or FAILED (harmless: the next call
+ * commit or short_lived: inbox_checkpoint_turn with the WAL size of its
+ * last commit, so the WAL stays bounded without a checkpoint on any
+ * request's path.  A no-op otherwise.  Returns INBOX_OK, or FAILED (harmless: the next call
  * tries again).
  */
 #define INBOX_CHECKPOINT_FRAMES	2000
+/* The same for short_lived connections (plain CGI): each new process
+ * reads every frame since the WAL last restarted (SQLite's recovery of its
+ * shared index: 2000 frames, 8 MiB, cost more than the request itself), so
+ * a checkpoint (two syncs, after the answer) every few dozen requests is
+ * the cheaper side.  Measured by bench/cgi.py (bench/README). */
+#define INBOX_SHORT_CHECKPOINT_FRAMES	128
 /* WAL size, frames, from which a checkpoint turn that follows a PASSIVE
  * checkpoint is a RESTART one (inbox_checkpoint_turn): 16000 frames of 4 KiB, 64 MiB,
  * under journal_size_limit (96 MiB) so that the file is reused, not

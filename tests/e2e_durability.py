@@ -260,28 +260,86 @@ class TestDurabilityOwnSockets(TestDurability):
 @unittest.skipIf(SANITIZED, "strace traces the plain build")
 class TestCgiDurability(unittest.TestCase):
     """Plain CGI commits with synchronous=FULL: SQLite syncs the WAL before
-    the commit becomes visible, so the answer follows a sync too."""
+    the commit becomes visible, so the answer follows a sync too — its own
+    sync, one per request: the close no longer checkpoints (inbox.h,
+    short_lived), so no database page is written or synced and the WAL is
+    not deleted before or after the answer; a checkpoint (a truncation of
+    the WAL) comes only after the answer, every few dozen requests, and
+    keeps the WAL bounded with no drainer running."""
+
+    # Requests traced: past INBOX_SHORT_CHECKPOINT_FRAMES (128 frames, about
+    # 4 a request), so the run crosses at least one checkpoint turn.
+    REQUESTS = 45
+
+    def cgi(self, sb, mid, trace):
+        body = event_body(mid, obj_id=mid)
+        env = dict(signed_params(SECRET_A, mid, body, conf=sb.conf))
+        env["GATEWAY_INTERFACE"] = "CGI/1.1"
+        p = subprocess.run(["strace", "-f", "-ttt", "-T", "-y", "-s", "9000",
+                            "-o", trace, "-e",
+                            "trace=pwrite64,write,fsync,fdatasync,unlink,ftruncate",
+                            FCGI], input=body, env=env, capture_output=True,
+                           timeout=60)
+        self.assertTrue(p.stdout.startswith(b"Status: 200"), p.stdout)
+        return parse_trace(trace)
 
     def test_plain_cgi_syncs_before_answering(self):
         sb = Sandbox()
         try:
             write_conf(sb.conf, database=sb.db, secret=SECRET_A)
             out = os.path.join(sb.dir, "strace.out")
-            for mid in ("cgi001", "cgi002"):
-                body = event_body(mid)
-                env = dict(signed_params(SECRET_A, mid, body, conf=sb.conf))
-                p = subprocess.run(["strace", "-f", "-ttt", "-T", "-y", "-s", "9000",
-                                    "-o", out, "-e", "trace=pwrite64,write,fsync,fdatasync",
-                                    FCGI], input=body, env=env, capture_output=True,
-                                   timeout=30)
-                self.assertTrue(p.stdout.startswith(b"Status: 200"), p.stdout)
-                calls = parse_trace(out)
+            truncated = 0
+            for i in range(self.REQUESTS):
+                mid = "cgi%03d" % i
+                calls = self.cgi(sb, mid, out)
                 first = next(c for c in calls if c[3] == "pwrite64" and
                              c[4].endswith("-wal") and mid in c[5])
                 ack = next(c for c in calls if c[3] == "write" and "Status: 200" in c[5])
-                self.assertTrue(any(c[3] in ("fdatasync", "fsync") and c[4].endswith("-wal")
-                                    and c[1] > first[2] and c[2] < ack[1] for c in calls),
+                before = [c for c in calls if c[1] < ack[1]]
+                wal_syncs = [c for c in before if c[3] in ("fdatasync", "fsync")
+                             and c[4].endswith("-wal")]
+                self.assertTrue(any(c[1] > first[2] and c[2] < ack[1]
+                                    for c in wal_syncs),
                                 "plain CGI answered before syncing the WAL")
+                # Its own sync, and nothing of a checkpoint before the answer:
+                # no page written to or synced in the database file (but by
+                # the first request, which creates the inbox: its header).
+                self.assertEqual(len([c for c in wal_syncs if c[1] > first[2]]), 1,
+                                 [c[3:5] for c in calls])
+                if i > 0:
+                    self.assertEqual([c[3:5] for c in before
+                                      if c[4].endswith("inbox.db") and c[3] in
+                                      ("pwrite64", "fdatasync", "fsync")],
+                                     [], "a checkpoint on the request's path")
+                # The WAL is never deleted; after the answer it may be
+                # truncated (a checkpoint turn), never before.
+                self.assertEqual([c for c in calls if c[3] == "unlink"], [])
+                self.assertEqual([c for c in before if c[3] == "ftruncate"
+                                  and c[4].endswith("-wal")], [])
+                truncated += any(c[3] == "ftruncate" and c[4].endswith("-wal")
+                                 for c in calls)
+            self.assertGreaterEqual(truncated, 1, "no checkpoint turn in %d "
+                                    "requests: the WAL would grow" % self.REQUESTS)
+            self.assertEqual(sb.count(), self.REQUESTS)
+        finally:
+            sb.cleanup()
+
+    def test_wal_stays_bounded_without_a_drainer(self):
+        sb = Sandbox()
+        try:
+            write_conf(sb.conf, database=sb.db, secret=SECRET_A)
+            biggest = 0
+            for i in range(150):
+                mid = "bound%03d" % i
+                body = event_body(mid, obj_id=mid)
+                env = dict(signed_params(SECRET_A, mid, body, conf=sb.conf))
+                p = subprocess.run([FCGI], input=body, env=env,
+                                   capture_output=True, timeout=30)
+                self.assertTrue(p.stdout.startswith(b"Status: 200"), p.stdout)
+                biggest = max(biggest, os.path.getsize(sb.db + "-wal"))
+            # 128 frames of 4 KiB and the few of the request that crosses.
+            self.assertLess(biggest, 1 << 20)
+            self.assertEqual(sb.count(), 150)
         finally:
             sb.cleanup()
 

@@ -106,7 +106,7 @@ query_text(const char *path, const char *sql, char *out, size_t outsz)
 static void
 storm(enum config_sync sync, const char *name)
 {
-	struct inbox_options o = { 10000, sync, 1 };
+	struct inbox_options o = { 10000, sync, 1, 0 };
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 	struct committer *cm = NULL;

@@ -1804,7 +1804,7 @@ END_TEST
 START_TEST(checkpoint_turns_follow_commits)
 {
 	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL, .group_commit = 1 };
+	    .synchronous = CONFIG_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_turn t;
