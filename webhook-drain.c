@@ -1676,6 +1676,10 @@ cmd_check(const struct config *c, struct opts *o)
 			finding(&f, "FAIL", "database", "this user cannot create files "
 			    "in %s (SQLite needs to create the -wal and -shm files "
 			    "there) — chmod g+w, or add this user to its group", dir);
+		else if (sb.st_uid == geteuid() && (sb.st_mode & 077) == 0)
+			finding(&f, "ok", "database", "%s is this user's alone: "
+			    "the one-user setup (suEXEC runs the receiver as "
+			    "you, as cron runs the drainer)", dir);
 		else if (!(sb.st_mode & S_ISGID) || !(sb.st_mode & S_IWGRP))
 			finding(&f, "WARN", "database", "%s is not a setgid, group-"
 			    "writable directory: if the web server and cron run as "

@@ -267,13 +267,14 @@ site_acquire(struct request *r, struct buf *err)
 		st->conf_st = sb;
 		st->refs = 1;		/* current's own reference */
 		st->conf_ok = config_load(path, &st->conf, err) == 0;
-		if (st->conf_ok) {
+		/* A broken config still names its log file (config.h);
+		 * when it names none, the log stays where it was, never the
+		 * web server's stderr instead of the file being read. */
+		if (st->conf_ok || st->conf.log != NULL)
 			log_open(st->conf.log);
-		} else {
-			log_open(NULL);
+		if (!st->conf_ok)
 			log_msg("config: %s (answering 503 until it is fixed)",
 			    err->data);
-		}
 		old = current;
 		current = st;
 	}

@@ -4,7 +4,7 @@
 // committed in ONE transaction, so a second hand-out (delivery is at least
 // once) changes nothing, and a crash between them cannot happen.
 //
-//   handler = /usr/bin/php /home/USER/webhook/handler.php
+//   handler = /usr/bin/php /home/you/webhook/handler.php
 //
 // Here the effect is a row in a `clients` table of the application's own
 // SQLite database (APP_DB, default ./app.db); yours would update your ERP.

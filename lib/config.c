@@ -304,18 +304,18 @@ section_line(const char *text)
 /* A relative path in the file is relative to the file's own directory, not
  * to whatever directory the web server or cron started us in. */
 static int
-resolve(const struct config *c, char **p)
+resolve_against(const char *file, char **p)
 {
-	const char *slash = strrchr(c->path, '/');
+	const char *slash = strrchr(file, '/');
 	size_t dirlen, len = strlen(*p);
 	char *full;
 
 	if ((*p)[0] == '/' || slash == NULL)
 		return 0;
-	dirlen = (size_t)(slash - c->path) + 1;
+	dirlen = (size_t)(slash - file) + 1;
 	if ((full = malloc(dirlen + len + 1)) == NULL)
 		return -1;
-	memcpy(full, c->path, dirlen);
+	memcpy(full, file, dirlen);
 	memcpy(full + dirlen, *p, len + 1);
 	free(*p);
 	*p = full;
@@ -370,7 +370,9 @@ config_load(const char *path, struct config *c, struct buf *err)
 	ini_allow_realloc = 1;
 	ini_max_line = CONFIG_FILE_MAX + 3;
 	ini_initial_alloc = 256;
-	ini_stop_on_first_error = 1;
+	/* Every line is read, also after an error (only the first is
+	 * reported): a `log` line below a typo still names where to say so. */
+	ini_stop_on_first_error = 0;
 	line = ini_parse_string(text, on_pair, &p);
 	if (line != 0 || p.what != NULL) {
 		if (line == -2)
@@ -392,10 +394,12 @@ config_load(const char *path, struct config *c, struct buf *err)
 		    "whsec_… or whpk_…)", path);
 		goto out;
 	}
-	if (resolve(c, &c->database) == -1 ||
-	    (c->log != NULL && resolve(c, &c->log) == -1) ||
-	    (c->api_token_file != NULL && resolve(c, &c->api_token_file) == -1) ||
-	    (c->api_ca_file != NULL && resolve(c, &c->api_ca_file) == -1)) {
+	if (resolve_against(path, &c->database) == -1 ||
+	    (c->log != NULL && resolve_against(path, &c->log) == -1) ||
+	    (c->api_token_file != NULL &&
+	    resolve_against(path, &c->api_token_file) == -1) ||
+	    (c->api_ca_file != NULL &&
+	    resolve_against(path, &c->api_ca_file) == -1)) {
 		(void)buf_printf(err, "%s: out of memory", path);
 		goto out;
 	}
@@ -405,8 +409,18 @@ out:
 		sodium_memzero(text, strlen(text));	/* it held secrets */
 		free(text);
 	}
-	if (rc == -1)
+	if (rc == -1) {
+		/* Keep `log`: the caller reports the error where the operator
+		 * looks (config.h). */
+		char *log = c->log;
+		c->log = NULL;
 		config_free(c);
+		c->log = log;
+		if (c->log != NULL && resolve_against(path, &c->log) == -1) {
+			free(c->log);
+			c->log = NULL;
+		}
+	}
 	return rc;
 }
 

@@ -88,9 +88,11 @@ int	config_wants_refetch(const struct config *c, const char *type,
 
 /*
  * Read and validate `path`.  On success returns 0 and *c holds the values
- * (free with config_free).  On failure returns -1, *c is empty, and `err`
- * holds one line "file:line: key: what is wrong" (or "file: …" when no
- * line applies) — never a secret's value.  `database` and at least one
+ * (free with config_free).  On failure returns -1, `err` holds one line
+ * "file:line: key: what is wrong" (or "file: …" when no line applies) —
+ * never a secret's value — and *c is empty but for c->log when the file
+ * names one (any line of it: the error goes where the operator reads;
+ * config_free it).  `database` and at least one
  * usable `secret` are required; `handler` is checked by the drainer.
  */
 int	config_load(const char *path, struct config *c, struct buf *err)

@@ -145,7 +145,9 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
     def test_a_broken_upload_keeps_the_old_program_serving(self):
         # A truncated upload renamed into place: it does not start (its
         # --version fails), so each process says so and serves on with
-        # the program it has.
+        # the program it has.  (The processes run first: one that lighttpd
+        # had not yet started would start from the broken file.)
+        self.assertEqual(self.deliver("msg_broken_first"), 200, self.diag())
         with open(self.exe + ".new", "wb") as f:
             f.write(b"\x7fELF truncated")
         os.chmod(self.exe + ".new", 0o755)
@@ -153,7 +155,7 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
         for i in range(10):
             mid = "msg_broken_%d" % i
             self.assertEqual(self.deliver(mid), 200, self.diag())
-        self.assertEqual(len(self.rows()), 10)
+        self.assertEqual(len(self.rows()), 11)
         with open(os.path.join(self.sb.dir, "webhook.log")) as f:
             self.assertIn("the new file does not start", f.read(), self.diag())
         pids = self.workers()

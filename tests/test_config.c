@@ -274,6 +274,33 @@ START_TEST(unknown_key)
 }
 END_TEST
 
+/* A broken config still names its log file, from any line (the receiver
+ * says what is wrong there, not on the web server's stderr); relative to
+ * the file like every path; everything else is left empty. */
+START_TEST(broken_config_keeps_its_log)
+{
+	struct load l;
+	const char *slash;
+
+	load("database = /srv/a.db\n"
+	    "secret = " KAT_SECRET "\n"
+	    "databse = /srv/typo.db\n"
+	    "log = hook.log\n", &l);
+	FAILED_WITH(&l, ":3: databse: unknown key");
+	ck_assert_ptr_nonnull(l.c.log);
+	slash = strrchr(l.c.log, '/');
+	ck_assert_ptr_nonnull(slash);
+	ck_assert_str_eq(slash, "/hook.log");
+	ck_assert_ptr_null(l.c.database);
+	ck_assert_uint_eq(l.c.nsecrets, 0);
+	load_done(&l);
+
+	load("database = /srv/a.db\nsecret = whsec_x\n", &l);
+	ck_assert_ptr_null(l.c.log);
+	load_done(&l);
+}
+END_TEST
+
 START_TEST(retention_floor)
 {
 	struct load l;
@@ -680,6 +707,7 @@ config_suite(void)
 
 	tc = tcase_create("errors");
 	tcase_add_test(tc, unknown_key);
+	tcase_add_test(tc, broken_config_keeps_its_log);
 	tcase_add_test(tc, retention_floor);
 	tcase_add_test(tc, bad_secret_never_shown);
 	tcase_add_test(tc, required_keys);

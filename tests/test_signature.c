@@ -1,6 +1,6 @@
 /*
  * test_signature: lib/signature.c — every case of the shared golden file
- * ../shared/vectors/standard-webhooks.json (path in the macro VECTORS), one
+ * tests/vectors/standard-webhooks.json (path in the macro VECTORS), one
  * Check test per case, plus the rules signature.h states that the vectors
  * do not reach: joined headers, several keys, the entry cap, signing,
  * fingerprints, key parsing and the timestamp window.
