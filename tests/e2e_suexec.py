@@ -9,9 +9,11 @@ cPanel sets it.  The account's home is a fresh temporary tree,
 /tmp/webhook-hosting-XXXX/home/webhook-site.
 
 The test then does what docs/HOSTING.md says, read from the guide itself
-rather than restated here: the two directories and the upload table of
-"## 2. Upload" (from a release-like directory holding the static programs
-of `make static` and conf/), the key lines of "## 3. Edit" put into the
+rather than restated here: the commands of "## 1. Download" on the
+tarball of `make dist` and the files beside it (before `make dist`
+exists, step 1 is left out and a directory made like the tarball's, with
+the static programs of `make static` and conf/, stands for it), the two
+directories and the upload table of "## 2. Upload", the key lines of "## 3. Edit" put into the
 uploaded webhook.conf and the wrapper's /home/you replaced (text edits, as
 a user would make them), the `check` of "## 4. Check" and the commands of
 "## 5. Test" as the account user at a terminal, the line of "## 6. Cron" as
@@ -26,8 +28,10 @@ happens; a lock file keeps two runs of this module from overlapping.
 Everything started here listens on 127.0.0.1 and is stopped by pid.
 
 The programs are build-static/webhook.fcgi and build-static/webhook-drain
-(`make static`): a missing one fails the test.  For development only,
-WEBHOOK_SUEXEC_DYNAMIC=1 takes a missing one from build/ instead.
+(`make static`), or the tarball's, which must be the same: a missing one,
+or a missing tarball once the Makefile has `dist-tarball`, fails the test.
+For development only, WEBHOOK_SUEXEC_DYNAMIC=1 takes a missing program
+from build/ instead (and goes on without a tarball).
 """
 import atexit
 import base64
@@ -43,6 +47,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -99,6 +104,13 @@ def section(prefix):
 def code_blocks(text, lang):
     return re.findall(r"^```%s\n(.*?)^```" % re.escape(lang), text,
                       re.S | re.M)
+
+
+def download_commands():
+    """Step 1's commands, VERSION made this one."""
+    block, = code_blocks(section("1. Download"), "sh")
+    return [l.replace("VERSION", version())
+            for l in block.splitlines() if l.strip()]
 
 
 def upload_plan():
@@ -498,6 +510,25 @@ class Host:
             os.close(slave)
             os.close(master)
 
+    def session(self, lines, timeout=120):
+        """Lines typed one after the other in one shell at a terminal,
+        from the home directory: [(line, exit status, output)]."""
+        script = "".join('%s\nprintf "\\n@@rc=%%d@@\\n" $?\n' % l
+                         for l in lines)
+        master, slave = os.openpty()
+        try:
+            r = subprocess.run(
+                ["/bin/bash", "-c", script], stdin=slave,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                timeout=timeout, cwd=HOME, env=self.login_env(), user=ACCOUNT,
+                group=ACCOUNT, extra_groups=[], umask=0o022)
+        finally:
+            os.close(slave)
+            os.close(master)
+        parts = re.split(r"\n@@rc=(\d+)@@\n", r.stdout)
+        return [(line, int(parts[2 * i + 1]), parts[2 * i].strip("\n"))
+                for i, line in enumerate(lines)]
+
     def as_cron(self, command, timeout=120):
         """The command part of a crontab line, as cron runs it."""
         env = {"HOME": HOME, "LOGNAME": ACCOUNT, "SHELL": "/bin/sh",
@@ -569,32 +600,71 @@ class Host:
 
 # ---- the release --------------------------------------------------------
 
-def release_dir(parent):
-    """What the tarball unpacks to: the two programs (make static) and
-    conf/.  Returns (directory, [programs taken], problem or None)."""
+def version():
     with open(os.path.join(ROOT, "VERSION")) as f:
-        version = f.read().strip()
-    rel = os.path.join(parent, "webhook-inbox-%s" % version)
-    os.makedirs(rel)
-    shutil.copytree(CONF_DIR, os.path.join(rel, "conf"))
-    missing, used = [], []
+        return f.read().strip()
+
+
+DIST_DIR = os.path.join(STATIC, "dist")
+DIST_TGZ = os.path.join(DIST_DIR, "webhook-inbox-%s-linux-x86_64.tar.gz"
+                        % version())
+
+
+def makefile_has_dist():
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        return re.search(r"^dist-tarball:", f.read(), re.M) is not None
+
+
+def built_programs():
+    """{name: path} of the programs the release must hold, and a problem
+    (or None): build-static's, or (WEBHOOK_SUEXEC_DYNAMIC=1) build's for
+    a missing one."""
+    found, missing = {}, []
     for name in ("webhook.fcgi", "webhook-drain"):
         src = os.path.join(STATIC, name)
         if not os.path.exists(src):
-            if os.environ.get("WEBHOOK_SUEXEC_DYNAMIC") == "1":
-                print("e2e_suexec: %s missing, using build/%s "
-                      "(WEBHOOK_SUEXEC_DYNAMIC=1)" % (src, name),
-                      file=sys.stderr)
-                src = os.path.join(DYNAMIC, name)
-            else:
+            if os.environ.get("WEBHOOK_SUEXEC_DYNAMIC") != "1":
                 missing.append(src)
                 continue
-        shutil.copy(src, os.path.join(rel, name))
-        used.append(os.path.relpath(src, ROOT))
+            print("e2e_suexec: %s missing, using build/%s "
+                  "(WEBHOOK_SUEXEC_DYNAMIC=1)" % (src, name), file=sys.stderr)
+            src = os.path.join(DYNAMIC, name)
+        found[name] = src
     if missing:
-        return rel, used, ("the release's programs are not built (make "
-                           "static): " + ", ".join(missing))
-    return rel, used, None
+        return found, ("the release's programs are not built (make "
+                       "static): " + ", ".join(missing))
+    return found, None
+
+
+def release_dir(parent):
+    """What the tarball unpacks to, in `parent`: `make dist`'s tarball
+    unpacked when there is one (its programs must be the built ones), else
+    a directory made like it from the two programs and conf/.  Returns
+    (directory, [where the programs came from], problem or None)."""
+    programs, problem = built_programs()
+    if problem:
+        return None, [], problem
+    if os.path.exists(DIST_TGZ):
+        with tarfile.open(DIST_TGZ) as t:
+            if hasattr(tarfile, "data_filter"):
+                t.extractall(parent, filter="data")
+            else:
+                t.extractall(parent)
+        rel = os.path.join(parent, "webhook-inbox-%s" % version())
+        for name, src in programs.items():
+            with open(src, "rb") as a, open(os.path.join(rel, name), "rb") as b:
+                if a.read() != b.read():
+                    return rel, [], ("%s holds another %s than %s: make "
+                                     "dist-tarball" % (DIST_TGZ, name, src))
+        return rel, [os.path.relpath(DIST_TGZ, ROOT)], None
+    if makefile_has_dist() and os.environ.get("WEBHOOK_SUEXEC_DYNAMIC") != "1":
+        return None, [], "%s is not built (make dist-tarball)" % DIST_TGZ
+    rel = os.path.join(parent, "webhook-inbox-%s" % version())
+    os.makedirs(rel)
+    shutil.copytree(CONF_DIR, os.path.join(rel, "conf"))
+    for name, src in programs.items():
+        shutil.copy(src, os.path.join(rel, name))
+    return rel, [os.path.relpath(p, ROOT) for p in programs.values()], None
 
 
 class GuideCase(unittest.TestCase):
@@ -605,9 +675,9 @@ class GuideCase(unittest.TestCase):
         self.addCleanup(self.host.stop)
         self.assertTrue(self.host.suexec_enabled(),
                         "Apache did not enable suEXEC\n" + self.host.diag())
-        self.release, self.programs, problem = release_dir(
-            tempfile.mkdtemp(prefix="release-", dir=HOSTING))
-        self.addCleanup(shutil.rmtree, os.path.dirname(self.release), True)
+        parent = tempfile.mkdtemp(prefix="release-", dir=HOSTING)
+        self.addCleanup(shutil.rmtree, parent, True)
+        self.release, self.programs, problem = release_dir(parent)
         if problem:
             self.fail(problem)
         self.times = []
@@ -711,10 +781,36 @@ class GuideCase(unittest.TestCase):
 
 
 class TestQuickstart(GuideCase):
-    """Steps 2 to 6 as written, timed."""
+    """Steps 1 (when `make dist` made the tarball) to 6 as written, timed."""
 
-    def test_from_upload_to_the_first_handled_event(self):
+    def download(self):
+        """Step 1 on the host, as the account: what the release page
+        offers (the tarball and the checksums beside it) in the home
+        directory, then the guide's commands.  Returns its transcript."""
+        for name in sorted(os.listdir(DIST_DIR)):
+            src = os.path.join(DIST_DIR, name)
+            if os.path.isfile(src):
+                dst = os.path.join(HOME, name)
+                shutil.copyfile(src, dst)
+                os.chown(dst, self.host.uid, self.host.gid)
+                os.chmod(dst, 0o644)
+        transcript = self.host.session(download_commands())
+        for line, rc, out in transcript:
+            with self.subTest(step=1, command=line):
+                self.assertEqual(rc, 0, "%s\n%s\n(beside the tarball: %s)" % (
+                    line, out, sorted(os.listdir(DIST_DIR))))
+        unpacked = os.path.join(HOME, "webhook-inbox-%s" % version())
+        if os.path.isdir(unpacked):
+            self.release = unpacked
+        return transcript
+
+    def test_from_download_to_the_first_handled_event(self):
         t0 = t = time.monotonic()
+        step1 = None
+        if os.path.exists(DIST_TGZ):
+            step1 = self.download()
+            self.timed("1 download (check, unpack)", t)
+        t = time.monotonic()
         rows = self.upload()
         self.timed("2 upload", t)
 
@@ -787,6 +883,12 @@ class TestQuickstart(GuideCase):
 
         print("\n--- HOSTING.md on a suEXEC host (%s; %d files uploaded)"
               % (", ".join(self.programs), len(rows)))
+        if step1 is None:
+            print("(step 1 not followed: no %s)" % os.path.relpath(DIST_TGZ, ROOT))
+        for line, rc, out in step1 or ():
+            print("$ %s\n%s%s" % (line, out + "\n" if out else "",
+                                  "(exit %d)" % rc if rc else ""))
+        print("$ " + self.host.text(check_command()))
         print(check_out.rstrip())
         for line, res in results:
             print("$ %s\n%s" % (line, (res.stdout + res.stderr).rstrip()))
@@ -794,10 +896,12 @@ class TestQuickstart(GuideCase):
             command, r.returncode, len(r.stdout + r.stderr)))
         for what, secs in self.times:
             print("  step %-24s %6.2f s" % (what, secs))
-        print("  first event stored after %8.2f s (from the start of step 2)"
-              % (self.ends[0] - t0))
-        print("  both handled after %14.2f s (steps 2-6; the cron run "
-              "waited for `settle`, not for the next cron minute)" % total)
+        first = "1" if step1 is not None else "2"
+        print("  first event stored after %8.2f s (from the start of step %s)"
+              % (self.ends[0] - t0, first))
+        print("  both handled after %14.2f s (steps %s-6; the cron run "
+              "waited for `settle`, not for the next cron minute)"
+              % (total, first))
 
 
 class TestTheLog(GuideCase):
