@@ -244,11 +244,13 @@ class Server:
 
 class Apache(Server):
     """apache2 -DFOREGROUND with our own minimal httpd.conf: Debian's
-    modules, User/Group the web user, the test's own lines (a snippet's
-    Include, the host's <Directory>) in `body`."""
+    modules, User/Group the web user (or `user`, `group`: e2e_suexec runs
+    it as www-data, the one user Debian's suEXEC obeys), the test's own
+    lines (a snippet's Include, the host's <Directory>) in `body`."""
     name = "apache2"
 
-    def __init__(self, home, modules, body, defines=None, umask=0o022):
+    def __init__(self, home, modules, body, defines=None, umask=0o022,
+                 user=WEB_USER, group=GROUP):
         self.port = free_port()
         run = home.run
         mods = ["mpm_event", "authz_core", "mime", "env", "alias", "dir"] + modules
@@ -281,7 +283,7 @@ DocumentRoot "{docroot}"
     FcgidProcessTableFile "{run}/fcgid_shm"
 </IfModule>
 {body}
-""".format(run=run, port=self.port, user=WEB_USER, group=GROUP,
+""".format(run=run, port=self.port, user=user, group=group,
            docroot=home.docroot, body=body))
         check = subprocess.run(["apache2", "-t", "-f", self.conf],
                                capture_output=True, text=True)
