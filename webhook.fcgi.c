@@ -38,7 +38,6 @@
 #include <fcgiapp.h>
 #include <sodium.h>
 
-#include "lib/acceptor.h"
 #include "lib/committer.h"
 #include "lib/config.h"
 #include "lib/event.h"
@@ -104,7 +103,6 @@ struct worker {
 	FCGX_Request	 req;
 	pthread_t	 tid;
 	const int	*stop;	/* set: end at the next EINTR in accept */
-	int		 conn;	/* a relay's: the standby's connection */
 };
 
 static pthread_mutex_t site_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -860,283 +858,7 @@ thread_count(void)
 	return (int)n;
 }
 
-/* Standbys one acceptor takes at most, and request threads in all
- * (WEBHOOK_THREADS for each standby, besides its own): lighttpd's and
- * mod_fcgid's usual process counts fit; a standby past a cap serves its
- * own socket, as without an acceptor. */
-#define STANDBYS_MAX		32
-#define RELAY_THREADS_MAX	256
-/* A process serving alone after a stall, a refusal or a failed pass
- * tries its group again this often, ns: a paused VM or a burst must not
- * leave it writing the inbox beside the acceptor for good.  (Each try
- * can hold the main loop up to ACCEPTOR_TIMEOUT_MS.) */
-#define REJOIN_NS		(10 * (int64_t)1000000000)
-
-/* A standby's connection to us (lib/acceptor.h) and the request threads
- * that take connections from it: each blocks in acceptor_receive (the
- * kernel hands a message to one of them) and serves what it gets.  (Or,
- * with conn -1, the one thread serving a connection we could not pass.) */
-struct relay {
-	int		 conn;
-	int		 started;
-	struct worker	*workers;
-};
-
-/* How long a passed connection may stay silent before its first
- * request, ms: libfcgi's READABLE_UNIX_FD_DROP_DEAD_TIMEVAL. */
-#define KEEPER_WAIT_MS		2000
-
-/* Serve the connection `fd` (a standby passed it, or we could not pass
- * it): every request on it, then close it. */
-static void
-serve_connection(struct worker *w, int fd)
-{
-	struct pollfd pfd = { fd, POLLIN, 0 };
-
-	/* As libfcgi does after its own accept (is_af_unix_keeper): a
-	 * connection that sends nothing within KEEPER_WAIT_MS is dropped
-	 * rather than left to hold this thread. */
-	if (poll(&pfd, 1, KEEPER_WAIT_MS) != 1) {
-		close(fd);
-		return;
-	}
-	/* FCGX_Accept_r reads a request from a connection already open
-	 * (ipcFd ≥ 0) instead of accepting.  Its opening FCGX_Finish_r
-	 * would close it unless the connection counts as kept; the
-	 * FCGI_BEGIN_REQUEST then sets keepConnection as the server asks. */
-	w->req.ipcFd = fd;
-	w->req.keepConnection = 1;
-	/* < 0: the connection ended (libfcgi then tries to accept on
-	 * listen_sock -1, and fails); ipcFd < 0: closed after the answer,
-	 * the server keeps no connection. */
-	while (serve_one(w) == 0 && w->req.ipcFd >= 0)
-		;
-	if (w->req.ipcFd >= 0) {
-		FCGX_Free(&w->req, 1);
-		w->req.ipcFd = -1;
-	}
-}
-
-static void *
-relay_main(void *arg)
-{
-	struct worker *w = arg;
-	int fd;
-
-	/* -1: the standby left, or we shut its connection down at stop
-	 * (messages already queued are still received first). */
-	while ((fd = acceptor_receive(w->conn)) != -1)
-		serve_connection(w, fd);
-	return NULL;
-}
-
-static struct relay *
-relay_start(int conn, int n)
-{
-	struct relay *rl;
-	int i;
-
-	if ((rl = calloc(1, sizeof *rl)) == NULL ||
-	    (rl->workers = calloc((size_t)n, sizeof *rl->workers)) == NULL) {
-		free(rl);
-		return NULL;
-	}
-	rl->conn = conn;
-	for (i = 0; i < n; i++) {
-		struct worker *w = &rl->workers[i];
-
-		worker_init(w);
-		w->conn = conn;
-		if (FCGX_InitRequest(&w->req, -1, 0) != 0 ||
-		    pthread_create(&w->tid, NULL, relay_main, w) != 0) {
-			worker_free(w);
-			w->tid = 0;
-			log_msg("cannot start a request thread");
-			break;
-		}
-		rl->started++;
-	}
-	if (rl->started == 0) {
-		free(rl->workers);
-		free(rl);
-		return NULL;
-	}
-	return rl;
-}
-
-/* Free a relay whose threads all ended; closes the connection. */
-static void
-relay_free(struct relay *rl)
-{
-	int i;
-
-	for (i = 0; i < rl->started; i++)
-		worker_free(&rl->workers[i]);
-	free(rl->workers);
-	if (rl->conn != -1)
-		close(rl->conn);
-	free(rl);
-}
-
-/* A standby's one thread: accept on our socket, pass each connection to
- * the acceptor on ctl; the main thread ends it (stop, SIGUSR2). */
-struct standby {
-	pthread_t	 tid;
-	int		 ctl;
-	int		 stop;		/* atomic */
-	int		 done;		/* atomic: the thread ended by itself */
-	int		 lost;		/* atomic: accept(2) failed for good */
-	int		 pass_errno;	/* atomic: a pass failed with it */
-	int		 orphan;	/* the connection that could not pass */
-};
-
-static void *
-standby_main(void *arg)
-{
-	struct standby *sb = arg;
-	int fd, rc;
-
-	for (;;) {
-		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
-		fd = accept4(0, NULL, NULL, SOCK_CLOEXEC);
-		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-		if (fd == -1) {
-			if (__atomic_load_n(&sb->stop, __ATOMIC_ACQUIRE))
-				break;
-			if (errno == EINTR || errno == ECONNABORTED ||
-			    errno == EPROTO || errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				if (errno != EINTR)
-					usleep(10000);
-				continue;
-			}
-			log_msg("accept: %s", strerror(errno));
-			__atomic_store_n(&sb->lost, 1, __ATOMIC_RELEASE);
-			break;
-		}
-		/* A pass waits while the acceptor's queue is full: a stop
-		 * (SIGUSR2) must end that wait too. */
-		pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
-		rc = acceptor_pass(sb->ctl, fd);
-		pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-		if (rc == 0) {
-			close(fd);
-			continue;
-		}
-		/* The acceptor is gone, refuses more descriptors
-		 * (ETOOMANYREFS), or we stop: the main thread serves this
-		 * one, and decides what we are now.  Never served here: a
-		 * kept connection would hold this thread, and the main
-		 * thread waiting for it, for as long as the server likes. */
-		sb->orphan = fd;
-		__atomic_store_n(&sb->pass_errno, errno == EINTR ? 0 : errno,
-		    __ATOMIC_RELEASE);
-		break;
-	}
-	__atomic_store_n(&sb->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/* End the standby's thread (in accept(2) or a pass: both end on EINTR).
- * Returns the connection it could not pass, or -1. */
-static int
-standby_end(struct standby *sb)
-{
-	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELEASE);
-	while (pthread_tryjoin_np(sb->tid, NULL) != 0) {
-		pthread_kill(sb->tid, SIGUSR2);
-		usleep(2000);
-	}
-	return sb->orphan;
-}
-
-static void *
-orphan_main(void *arg)
-{
-	struct worker *w = arg;
-
-	serve_connection(w, w->conn);
-	return NULL;
-}
-
-/* Serve a connection a standby could not pass, in a thread of its own,
- * kept with the relays (joined, and woken at stop, the same way). */
-static struct relay *
-orphan_start(int fd)
-{
-	struct relay *rl;
-
-	if ((rl = calloc(1, sizeof *rl)) == NULL ||
-	    (rl->workers = calloc(1, sizeof *rl->workers)) == NULL) {
-		free(rl);
-		close(fd);
-		return NULL;
-	}
-	rl->conn = -1;
-	worker_init(&rl->workers[0]);
-	rl->workers[0].conn = fd;
-	if (FCGX_InitRequest(&rl->workers[0].req, -1, 0) != 0 ||
-	    pthread_create(&rl->workers[0].tid, NULL, orphan_main,
-	    &rl->workers[0]) != 0) {
-		worker_free(&rl->workers[0]);
-		free(rl->workers);
-		free(rl);
-		close(fd);
-		log_msg("cannot start a request thread");
-		return NULL;
-	}
-	rl->started = 1;
-	return rl;
-}
-
-/* Start the standby's thread on our connection `ctl` to the acceptor. */
-static int
-standby_start(struct standby *sb, int ctl)
-{
-	sb->ctl = ctl;
-	sb->stop = 0;
-	sb->done = 0;
-	sb->lost = 0;
-	sb->pass_errno = 0;
-	sb->orphan = -1;
-	if (pthread_create(&sb->tid, NULL, standby_main, sb) != 0) {
-		log_msg("cannot start the accepting thread");
-		return -1;
-	}
-	return 0;
-}
-
-/* Have `n` threads accepting on our own socket (fd 0): clear *stop (a
- * thread told to stop that has not yet ended goes on) and start one in
- * every slot whose thread ended.  Returns how many run. */
-static int
-own_start(struct worker *own, int n, int *stop)
-{
-	int i, running = 0;
-
-	__atomic_store_n(stop, 0, __ATOMIC_RELEASE);
-	(void)join_finished(own, n);
-	for (i = 0; i < n; i++) {
-		struct worker *w = &own[i];
-
-		if (w->tid != 0) {
-			running++;
-			continue;
-		}
-		worker_free(w);
-		worker_init(w);
-		w->stop = stop;
-		if (FCGX_InitRequest(&w->req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
-		    pthread_create(&w->tid, NULL, worker_main, w) != 0) {
-			w->tid = 0;
-			log_msg("cannot start request thread %d", i);
-			break;
-		}
-		running++;
-	}
-	return running;
-}
-
+/* Wake the threads blocked in accept(2) (SIGUSR2: EINTR there only). */
 static void
 poke(struct worker *w, int n)
 {
@@ -1149,254 +871,68 @@ poke(struct worker *w, int n)
 
 /*
  * Serve until a stop signal (SIGTERM, SIGUSR1, SIGHUP, read from `sfd`),
- * or until our own socket fails every thread.  *reexec: the stop was our
- * own, after an upgrade (leave_if_replaced).  With `share`, first join
- * our siblings (lib/acceptor.h): lead them, or pass them our connections
- * as a standby, and take over when the acceptor is gone.
+ * or until our socket fails every thread: nthreads threads accept on fd 0
+ * (the kernel hands each connection to one of them) and serve it.  At a
+ * stop every thread finishes the request in hand and takes no other; one
+ * blocked in accept(2) is woken by SIGUSR2, which is unblocked only there.
+ * *reexec: the stop was our own, after an upgrade (leave_if_replaced).
+ * Returns 0, or 1 when no thread could start or the socket failed.
  */
 static int
-serve(int sfd, int nthreads, int share, int *reexec)
+serve(int sfd, int nthreads, int *reexec)
 {
-	struct relay *relays[STANDBYS_MAX];
-	struct pollfd pfd[2];
-	struct acceptor_group g;
-	enum acceptor_role role = ACCEPTOR_ALONE;
-	struct worker *own;
-	struct standby sb;
-	struct buf err;
-	int i, j, nrelays = 0, own_active = 0, ctl = -1, rc = 0, own_stop = 0;
-	int standby_running = 0, relay_threads = 0, heard, can_share;
-	int64_t now, last_heard = 0, last_ping = 0, last_loop, rejoin_at = 0;
+	struct pollfd pfd = { sfd, POLLIN, 0 };
+	struct worker *w;
+	int i, running = 0, stop = 0, rc = 0;
 
-	if ((own = calloc((size_t)nthreads, sizeof *own)) == NULL) {
+	if ((w = calloc((size_t)nthreads, sizeof *w)) == NULL) {
 		log_msg("out of memory");
 		return 1;
 	}
-	memset(&sb, 0, sizeof sb);
-	buf_init(&err, 256);
-	if (share && acceptor_group_name(&g, &err) == -1) {
-		log_msg("serving alone: %s", err.data);
-		share = 0;
-	}
-	can_share = share;
-	last_loop = util_mono_ns();
-	for (;;) {
-		/* (Re)join: at start, and when our acceptor is gone. */
-		if ((share && ctl == -1) || (!share && !own_active)) {
-			role = share ? acceptor_join(&g, &ctl, &err) : ACCEPTOR_ALONE;
-			if (share && role == ACCEPTOR_ALONE) {
-				log_msg("serving alone: %s", err.data);
-				share = 0;
-			}
-			if (can_share && role == ACCEPTOR_ALONE)
-				rejoin_at = util_mono_ns() + REJOIN_NS;
-			if (role == ACCEPTOR_STANDBY) {
-				if (standby_start(&sb, ctl) == -1) {
-					rc = 1;
-					break;
-				}
-				standby_running = 1;
-				last_heard = util_mono_ns();
-			} else {
-				own_active = own_start(own, nthreads, &own_stop) > 0;
-				if (!own_active) {
-					rc = 1;
-					break;
-				}
-			}
+	for (i = 0; i < nthreads; i++) {
+		worker_init(&w[i]);
+		w[i].stop = &stop;
+		if (FCGX_InitRequest(&w[i].req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
+		    pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+			w[i].tid = 0;
+			log_msg("cannot start request thread %d", i);
+			break;
 		}
-		pfd[0].fd = sfd;
-		pfd[1].fd = ctl;
-		pfd[0].events = pfd[1].events = POLLIN;
-		if (poll(pfd, 2, 200) == -1 && errno != EINTR) {
+		running++;
+	}
+	while (running > 0) {
+		struct signalfd_siginfo si;
+
+		if (poll(&pfd, 1, 200) == -1 && errno != EINTR) {
 			log_msg("poll: %s", strerror(errno));
 			rc = 1;
 			break;
 		}
-		if (pfd[0].revents != 0) {
-			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				/* From leave_if_replaced: start the new
-				 * program once every thread is done. */
-				*reexec = si.ssi_signo == SIGTERM &&
-				    si.ssi_pid == (uint32_t)getpid();
-				break;
-			}
+		if ((pfd.revents & POLLIN) &&
+		    read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			/* From leave_if_replaced: start the new program once
+			 * every thread is done. */
+			*reexec = si.ssi_signo == SIGTERM &&
+			    si.ssi_pid == (uint32_t)getpid();
+			break;
 		}
-		now = util_mono_ns();
-		/* Our own loop stalled (a paused VM, a stopped process): the
-		 * silence was ours, not the acceptor's. */
-		if (now - last_loop > (int64_t)ACCEPTOR_SILENCE_MS * 1000000 / 2)
-			last_heard = now;
-		last_loop = now;
-		if (role == ACCEPTOR_STANDBY) {
-			int gone = 0, alone = 0, e;
-
-			if (pfd[1].revents != 0) {
-				heard = acceptor_heard(ctl);
-				if (heard == 1)
-					last_heard = now;
-				gone = heard == -1;
-			}
-			if (__atomic_load_n(&sb.lost, __ATOMIC_ACQUIRE)) {
-				pthread_join(sb.tid, NULL);
-				standby_running = 0;	/* our socket went away */
-				break;
-			}
-			e = __atomic_load_n(&sb.pass_errno, __ATOMIC_ACQUIRE);
-			if (!gone && __atomic_load_n(&sb.done, __ATOMIC_ACQUIRE)) {
-				if (e == EPIPE || e == ECONNRESET)
-					gone = 1;
-				else {
-					log_msg("serving alone: cannot pass a "
-					    "connection to the acceptor: %s",
-					    strerror(e));
-					alone = 1;
-				}
-			}
-			if (!gone && !alone &&
-			    now - last_heard > (int64_t)ACCEPTOR_SILENCE_MS * 1000000) {
-				log_msg("serving alone: the acceptor has not "
-				    "answered for %d s", ACCEPTOR_SILENCE_MS / 1000);
-				alone = 1;
-			}
-			if (gone || alone) {
-				/* Gone: elect again.  Silent or refusing:
-				 * serve our socket ourselves. */
-				int orphan = standby_end(&sb);
-
-				standby_running = 0;
-				close(ctl);
-				ctl = -1;
-				if (alone) {
-					share = 0;
-					rejoin_at = now + REJOIN_NS;
-				}
-				if (orphan != -1 && nrelays < STANDBYS_MAX &&
-				    (relays[nrelays] = orphan_start(orphan)) != NULL)
-					nrelays++;
-				else if (orphan != -1)
-					close(orphan);
-				continue;
-			}
-		}
-		/* Alone after a stall, a refusal or a failed pass: try the
-		 * group again now and then (quietly; the first failure was
-		 * logged). */
-		if (role == ACCEPTOR_ALONE && can_share && rejoin_at != 0 &&
-		    now >= rejoin_at) {
-			int c;
-			enum acceptor_role r = acceptor_join(&g, &c, &err);
-
-			rejoin_at = util_mono_ns() + REJOIN_NS;
-			if (r == ACCEPTOR_LEAD) {
-				log_msg("leading the group again");
-				role = r;
-				ctl = c;
-				share = 1;
-			} else if (r == ACCEPTOR_STANDBY) {
-				/* Our threads end by themselves: one blocked
-				 * in accept(2) takes one more connection first
-				 * (no signal: it could cut a request it is
-				 * reading), a busy one ends after its request
-				 * in hand.  The standby thread accepts beside
-				 * them from now on. */
-				__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
-				own_active = 0;
-				if (standby_start(&sb, c) == -1) {
-					close(c);
-					share = 0;	/* the loop starts them again */
-					continue;
-				}
-				log_msg("a standby again");
-				standby_running = 1;
-				last_heard = util_mono_ns();
-				role = r;
-				ctl = c;
-				share = 1;
-				continue;
-			}
-		}
-		if (role == ACCEPTOR_LEAD &&
-		    now - last_ping >= (int64_t)ACCEPTOR_PING_MS * 1000000) {
-			for (i = 0; i < nrelays; i++)
-				acceptor_ping(relays[i]->conn);
-			last_ping = now;
-		}
-		if (role == ACCEPTOR_LEAD && (pfd[1].revents & POLLIN)) {
-			int conn;
-
-			if (acceptor_admit(ctl, &conn, &err) == -1) {
-				log_msg("acceptor: %s", err.data);
-			} else if (nrelays < STANDBYS_MAX &&
-			    relay_threads + nthreads <= RELAY_THREADS_MAX &&
-			    (relays[nrelays] = relay_start(conn, nthreads)) != NULL) {
-				relay_threads += relays[nrelays]->started;
-				nrelays++;
-				(void)acceptor_answer(conn, 1);
-			} else {
-				(void)acceptor_answer(conn, 0);
-				close(conn);
-			}
-		}
-		/* Standbys that left (every thread of theirs ended). */
-		for (i = j = 0; i < nrelays; i++) {
-			struct relay *rl = relays[i];
-
-			if (join_finished(rl->workers, rl->started) > 0) {
-				relays[j++] = rl;
-				continue;
-			}
-			if (rl->conn != -1)	/* not an orphan's thread */
-				relay_threads -= rl->started;
-			relay_free(rl);
-		}
-		nrelays = j;
-		if (join_finished(own, nthreads) == 0 && own_active) {
-			own_active = 0;	/* our socket went away */
+		if (join_finished(w, nthreads) == 0) {
+			log_msg("the FastCGI socket failed every request thread");
+			rc = 1;	/* our socket went away */
 			break;
 		}
 	}
-
-	/* Stop.  Standbys elect another acceptor at once; connections they
-	 * passed already are still served; then every thread ends (busy
-	 * ones after the request in hand). */
-	if (role == ACCEPTOR_LEAD && ctl != -1)
-		close(ctl);
-	for (i = 0; i < nrelays; i++)
-		if (relays[i]->conn != -1)
-			shutdown(relays[i]->conn, SHUT_RDWR);
-	if (standby_running) {
-		int orphan = standby_end(&sb);
-
-		close(ctl);
-		if (orphan != -1 && nrelays < STANDBYS_MAX &&
-		    (relays[nrelays] = orphan_start(orphan)) != NULL)
-			nrelays++;
-		else if (orphan != -1)
-			close(orphan);
-	}
-	__atomic_store_n(&own_stop, 1, __ATOMIC_RELEASE);
+	if (running == 0)
+		rc = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	FCGX_ShutdownPending();
-	for (;;) {
-		int alive = join_finished(own, nthreads);
-
-		for (i = 0; i < nrelays; i++)
-			alive += join_finished(relays[i]->workers,
-			    relays[i]->started);
-		if (alive == 0)
-			break;
-		poke(own, nthreads);
-		for (i = 0; i < nrelays; i++)	/* idle on a kept connection */
-			poke(relays[i]->workers, relays[i]->started);
+	while (join_finished(w, nthreads) > 0) {
+		poke(w, nthreads);
 		usleep(20000);
 	}
-	for (i = 0; i < nrelays; i++)
-		relay_free(relays[i]);
 	for (i = 0; i < nthreads; i++)
-		worker_free(&own[i]);
-	free(own);
-	buf_free(&err);
+		worker_free(&w[i]);
+	free(w);
 	return rc;
 }
 
@@ -1406,8 +942,7 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	struct request r;
 	sigset_t stop;
-	const char *acc;
-	int sfd, rc, share;
+	int sfd, rc;
 
 	/* `webhook.fcgi --version` from a shell.  Never under a web server:
 	 * a CGI GET with a query string without '=' becomes argv
@@ -1466,7 +1001,8 @@ main(int argc, char **argv)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
 	sigaction(SIGUSR2, &sa, NULL);
-	/* A standby that dies while we write to it must not kill us. */
+	/* A server that closes its connection while we answer must not kill
+	 * us (libfcgi reports the write error). */
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
@@ -1475,24 +1011,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	/* WEBHOOK_ACCEPTOR=own: every process accepts on its own socket. */
-	acc = getenv("WEBHOOK_ACCEPTOR");
-	if (acc != NULL && *acc != '\0' && strcmp(acc, "own") != 0 &&
-	    strcmp(acc, "shared") != 0)
-		log_msg("WEBHOOK_ACCEPTOR=%s is neither \"shared\" nor \"own\"; "
-		    "using \"shared\"", acc);
-	share = acc == NULL || strcmp(acc, "own") != 0;
-	/* libfcgi checks a TCP peer against FCGI_WEB_SERVER_ADDRS when it
-	 * accepts; a standby accepts by itself, so that list keeps every
-	 * process on its own. */
-	if (share && getenv("FCGI_WEB_SERVER_ADDRS") != NULL) {
-		log_msg("serving alone: FCGI_WEB_SERVER_ADDRS is set");
-		share = 0;
-	}
-	for (;;) {
+	{
 		int reexec = 0;
 
-		rc = serve(sfd, thread_count(), share, &reexec);
+		rc = serve(sfd, thread_count(), &reexec);
 		pthread_mutex_lock(&site_mu);
 		{
 			struct site *st = current;
@@ -1501,7 +1023,7 @@ main(int argc, char **argv)
 			site_release(st);
 		}
 		if (!reexec)
-			break;
+			goto out;
 		/*
 		 * Upgraded: every request in hand was answered.  Become the new
 		 * program in this same process: the listening socket (fd 0)
@@ -1520,8 +1042,8 @@ main(int argc, char **argv)
 		log_msg("cannot start the new %s: %s; exiting", self_exe,
 		    strerror(errno));
 		rc = 1;
-		break;
 	}
+out:
 	close(sfd);
 	return rc;
 }

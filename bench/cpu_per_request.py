@@ -12,9 +12,7 @@ Each argument is one run, NAME:PROCS:THREADS:CONNS, where NAME is "bare"
 (bench/bare.c, built by bench/run into build/bench/bare; THREADS is
 BARE_THREADS), "baresync" (the same with BARE_SYNC: the durable ceiling) or
 "full" /
-"normal" (webhook.fcgi with that synchronous; THREADS is WEBHOOK_THREADS);
-"full-own" / "normal-own" are the same with WEBHOOK_ACCEPTOR=own (every
-process accepts on its own socket, no acceptor: lib/acceptor.h).
+"normal" (webhook.fcgi with that synchronous; THREADS is WEBHOOK_THREADS).
 Example, 4 processes × 8 threads against 1 × 32, at 32 connections:
 
     python3 bench/cpu_per_request.py bare:4:1:32 full:4:8:32 full:1:32:32
@@ -72,9 +70,6 @@ def run(name, procs, threads, conns):
     if name == "baresync":
         name = "bare"
         env["BARE_SYNC"] = os.path.join(sb.dir, "body")
-    if name.endswith("-own"):
-        name = name[:-len("-own")]
-        env["WEBHOOK_ACCEPTOR"] = "own"
     write_conf(sb.conf, database=sb.db, secret=SECRET_A,
                synchronous="NORMAL" if name == "normal" else "FULL")
     srv = Lighttpd(sb, procs=procs, fcgi=BARE if name == "bare" else FCGI,
@@ -142,10 +137,9 @@ def main():
         sys.exit(__doc__)
     for spec in sys.argv[1:]:
         name, procs, threads, conns = spec.split(":")
-        if name not in ("bare", "baresync", "full", "normal", "full-own",
-                        "normal-own"):
-            sys.exit("unknown responder %r (bare, baresync, full, normal, "
-                     "full-own, normal-own)" % name)
+        if name not in ("bare", "baresync", "full", "normal"):
+            sys.exit("unknown responder %r (bare, baresync, full, normal)"
+                     % name)
         run(name, int(procs), int(threads), int(conns))
 
 
