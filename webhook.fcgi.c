@@ -321,7 +321,7 @@ prepare(struct site *st, struct request *r, struct buf *err)
 	io.busy_timeout_ms = st->conf.busy_timeout;
 	io.synchronous = st->conf.synchronous;
 	/* A FastCGI worker lives for many requests: group commit
-	 * (bench/RESULTS.md).  Plain CGI commits and syncs at once. */
+	 * (docs/durability.md).  Plain CGI commits and syncs at once. */
 	io.group_commit = r->fcgi != NULL;
 	io.short_lived = r->fcgi == NULL;
 	if (r->fcgi != NULL && st->cm == NULL &&

@@ -16,7 +16,7 @@
  * DONE with the outcome in `status`, or LEAD when it is its turn to commit
  * for everyone queued.  One targeted wake-up per delivery: a broadcast
  * would wake every waiting thread per batch only to send most of them
- * back to sleep (bench/RESULTS.md, issue 5). */
+ * back to sleep (docs/durability.md). */
 enum role { WAIT, LEAD, DONE };
 
 struct pending {

@@ -1,5 +1,5 @@
 /*
- * committer: group commit for a multi-threaded receiver (issue 5).
+ * committer: group commit for a multi-threaded receiver (docs/durability.md).
  *
  * Request threads hand their verified deliveries to committer_store and
  * wait.  The first thread to find no commit in progress becomes the

@@ -22,7 +22,7 @@
 /* Largest body fields are extracted from, bytes.  The provider truncates
  * objects over 256 KB, so an outbound event stays well below this; bigger
  * bodies (relays, strangers) are stored without fields rather than making
- * cJSON copy every string of them (bench/RESULTS.md, memory). */
+ * cJSON copy every string of them (docs/caps.md). */
 #define EVENT_EXTRACT_MAX	(512 * 1024)
 
 struct event_fields {

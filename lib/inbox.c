@@ -102,7 +102,7 @@ inbox_schema_version(void)
  * deadline.  Steps up to 1.3 ms overslept the lock: at 5 connections a
  * quarter of the receiver's commits wait here, 235 µs on average; with
  * the 160 µs cap p99 fell in each of 5 paired runs, 4.70 → 4.06 ms on
- * average (bench/RESULTS.md, "busy handler").
+ * average (docs/caps.md).
  */
 static int
 busy_wait(void *arg, int count)
@@ -938,7 +938,7 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	static const char sql[] =
 	    /* INDEXED BY: walk the pending events in hand-out order; left to
 	     * itself the planner may scan and sort every pending row per
-	     * event (O(n^2) over a backlog; bench/RESULTS.md). */
+	     * event (O(n^2) over a backlog; docs/inbox-rules.md). */
 	    "SELECT " EVENT_COLUMNS ", body FROM events e INDEXED BY events_pending"
 	    " WHERE state = 'pending' AND next_at <= ?1"
 	    " AND (requeued = 1 OR received_at <= ?2)"

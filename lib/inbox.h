@@ -103,8 +103,7 @@ int	inbox_schema_version(void);
  * snapshot past INBOX_RESTART_WAIT_MS) is tried again 2000 frames later,
  * and three such tries still fit under journal_size_limit (~24400 frames).
  * With the tail unbounded (a RESTART right after one PASSIVE of 2000
- * frames) RESTARTs were the p99.9 at 5 connections (bench/RESULTS.md,
- * "fourth round"). */
+ * frames) RESTARTs were the p99.9 at 5 connections (docs/caps.md). */
 #define INBOX_RESTART_TAIL_FRAMES	256
 #define INBOX_RESTART_MAX_FRAMES	18000
 enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);

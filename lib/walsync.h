@@ -1,11 +1,11 @@
 /*
- * walsync: one WAL sync shared by every receiver process (issue 5).
+ * walsync: one WAL sync shared by every receiver process (docs/durability.md).
  *
  * Group commit inside one process (committer.h) batches the requests a
  * process holds; but a web server runs several FastCGI processes, each
  * committing its own small batches, and each batch then paid its own
  * fdatasync — on this project's VM about 115 µs of CPU each, more than
- * everything else a small batch costs (bench/RESULTS.md, "Issue 5").
+ * everything else a small batch costs (docs/durability.md).
  *
  * A sync covers every byte written to the file before it started,
  * whichever process wrote it.  So the processes share a small counter
