@@ -136,7 +136,7 @@ inbox_exists(const struct config *c)
 static struct inbox *
 open_inbox(const struct config *c)
 {
-	struct inbox_options o = { c->busy_timeout, c->synchronous, 0, 0 };
+	struct inbox_options o = { c->busy_timeout_ms, c->synchronous, 0, 0 };
 	struct inbox *ib = NULL;
 	struct buf err;
 
@@ -509,13 +509,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 static int64_t
 retry_delay(const struct config *c, int64_t failures)
 {
-	int64_t d = c->retry_base;
+	int64_t d = c->retry_base_s;
 	int64_t i;
 
-	for (i = 0; i < failures && d < c->retry_max; i++)
+	for (i = 0; i < failures && d < c->retry_max_s; i++)
 		d *= 2;
-	if (d > c->retry_max)
-		d = c->retry_max;
+	if (d > c->retry_max_s)
+		d = c->retry_max_s;
 	return d * NS * (750 + (int64_t)randombytes_uniform(500)) / 1000;
 }
 
@@ -716,7 +716,7 @@ hand_out(struct inbox *ib, const struct config *c, struct run_api *ra,
 	}
 	if (handler_run(c->handler, fetched != NULL ? fetched :
 	    (e->body.data ? e->body.data : ""), fetched != NULL ? strlen(fetched) :
-	    e->body.len, env, nenv, c->handler_timeout * NS, &r, &err) == -1) {
+	    e->body.len, env, nenv, c->handler_timeout_s * NS, &r, &err) == -1) {
 		snprintf(r.error, sizeof r.error, "could not start: %s", err.data);
 		r.exited = 0;
 		r.output_len = 0;
@@ -851,7 +851,7 @@ cmd_run(const struct config *c, struct opts *o)
 				    (long long)o->max_time);
 			break;
 		}
-		s = inbox_next_due(ib, &cur, util_now_ns(), c->settle * NS, &e, &err);
+		s = inbox_next_due(ib, &cur, util_now_ns(), c->settle_s * NS, &e, &err);
 		if (s == INBOX_NOT_FOUND)
 			break;
 		if (s != INBOX_OK || inbox_claim(ib, &e, util_now_ns(), &claim,
@@ -887,7 +887,7 @@ cmd_run(const struct config *c, struct opts *o)
 			break;
 	}
 	inbox_event_free(&e);
-	if (!broken && inbox_purge(ib, util_now_ns(), c->retention * NS, &bodies,
+	if (!broken && inbox_purge(ib, util_now_ns(), c->retention_s * NS, &bodies,
 	    &rows, &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: retention: %s\n", err.data);
 		broken = 1;
@@ -1286,7 +1286,7 @@ cmd_purge(const struct config *c)
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_purge(ib, util_now_ns(), c->retention * NS, &bodies, &rows,
+	if (inbox_purge(ib, util_now_ns(), c->retention_s * NS, &bodies, &rows,
 	    &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
@@ -1643,10 +1643,10 @@ cmd_check(const struct config *c, struct opts *o)
 		    "whsec_ HMAC-SHA256 (v1)" : "whpk_ Ed25519 public key (v1a)",
 		    c->secrets[i].fingerprint);
 	}
-	if (c->max_body < 270000)
+	if (c->max_body_bytes < 270000)
 		finding(&f, "WARN", "max_body", "%lld bytes: the provider's bodies "
 		    "reach ~260 KB — raise max_body to at least 300000",
-		    (long long)c->max_body);
+		    (long long)c->max_body_bytes);
 
 	if (o->docroot != NULL) {
 		if (util_path_inside(o->docroot, c->path))

@@ -318,7 +318,7 @@ prepare(struct site *st, struct request *r, struct buf *err)
 		rc = -1;
 		goto out;
 	}
-	io.busy_timeout_ms = st->conf.busy_timeout;
+	io.busy_timeout_ms = st->conf.busy_timeout_ms;
 	io.synchronous = st->conf.synchronous;
 	/* A FastCGI worker lives for many requests: group commit
 	 * (docs/durability.md).  Plain CGI commits and syncs at once. */
@@ -501,7 +501,7 @@ handle(struct worker *w, struct request *r)
 			refuse(r, 400, id, "CONTENT_LENGTH is not a number");
 			goto out;
 		}
-		if (content_length > site->conf.max_body) {
+		if (content_length > site->conf.max_body_bytes) {
 			refuse(r, 413, id, "CONTENT_LENGTH over max_body");
 			goto out;
 		}
@@ -510,7 +510,7 @@ handle(struct worker *w, struct request *r)
 	/* The signed content is id.timestamp.body: read the body straight in
 	 * behind the prefix, so it is hashed where it lies. */
 	buf_reset(&st->body);
-	st->body.cap = strlen(id) + strlen(ts) + 2 + (size_t)site->conf.max_body;
+	st->body.cap = strlen(id) + strlen(ts) + 2 + (size_t)site->conf.max_body_bytes;
 	if (buf_printf(&st->body, "%s.%s.", id, ts) == -1) {
 		refuse(r, 503, id, "out of memory");
 		goto out;
@@ -521,8 +521,8 @@ handle(struct worker *w, struct request *r)
 		refuse(r, 503, id, "out of memory");
 		goto out;
 	}
-	rc = read_body(st, r, prefix, site->conf.max_body, content_length,
-	    started + site->conf.body_timeout * 1000000000);
+	rc = read_body(st, r, prefix, site->conf.max_body_bytes, content_length,
+	    started + site->conf.body_timeout_s * 1000000000);
 	if (rc == 0)
 		r->body_read = 1;
 	if (rc == 1) {
@@ -542,7 +542,7 @@ handle(struct worker *w, struct request *r)
 		goto out;
 	}
 	if (signature_check_timestamp(ts, strlen(ts), (int64_t)time(NULL),
-	    site->conf.tolerance, &why) == -1 ||
+	    site->conf.tolerance_s, &why) == -1 ||
 	    util_parse_decimal(ts, strlen(ts), INT64_MAX, &timestamp) == -1) {
 		refuse(r, 401, id, why ? why : "webhook-timestamp unreadable");
 		goto out;

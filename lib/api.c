@@ -88,7 +88,7 @@ api_open(const struct config *c, struct api **out, struct buf *err)
 	n = strlen(a->base);
 	while (n > 0 && a->base[n - 1] == '/')
 		a->base[--n] = '\0';
-	a->timeout = c->api_timeout;
+	a->timeout = c->api_timeout_s;
 	buf_init(&a->body, API_BODY_MAX);
 	buf_init(&a->url, 16384);
 	if ((a->curl = curl_easy_init()) == NULL)

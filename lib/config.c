@@ -110,22 +110,22 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		return 1;
 	}
 	if (KEY("tolerance")) {
-		if (util_parse_duration(value, 86400, &c->tolerance) == -1 ||
-		    c->tolerance < 1)
+		if (util_parse_duration(value, 86400, &c->tolerance_s) == -1 ||
+		    c->tolerance_s < 1)
 			return fail(p, "tolerance",
 			    "not a duration between 1s and 1d");
 		return 1;
 	}
 	if (KEY("max_body")) {
 		/* 64 MiB: the body is held in memory while it is verified. */
-		if (util_parse_int(value, 1, 64 << 20, &c->max_body) == -1)
+		if (util_parse_int(value, 1, 64 << 20, &c->max_body_bytes) == -1)
 			return fail(p, "max_body",
 			    "not a byte count between 1 and 67108864");
 		return 1;
 	}
 	if (KEY("handler_timeout")) {
-		if (util_parse_duration(value, 86400, &c->handler_timeout) == -1 ||
-		    c->handler_timeout < 1)
+		if (util_parse_duration(value, 86400, &c->handler_timeout_s) == -1 ||
+		    c->handler_timeout_s < 1)
 			return fail(p, "handler_timeout",
 			    "not a duration between 1s and 1d");
 		return 1;
@@ -137,27 +137,27 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		return 1;
 	}
 	if (KEY("retention")) {
-		if (util_parse_duration(value, 3650 * 86400LL, &c->retention) == -1)
+		if (util_parse_duration(value, 3650 * 86400LL, &c->retention_s) == -1)
 			return fail(p, "retention", "not a duration (e.g. 7d)");
-		if (c->retention < CONFIG_RETENTION_MIN)
+		if (c->retention_s < CONFIG_RETENTION_MIN)
 			return fail(p, "retention", "below 3d, the provider's "
 			    "retry period: a late retry would be taken as new");
 		return 1;
 	}
 	if (KEY("settle")) {
-		if (util_parse_duration(value, 3600, &c->settle) == -1)
+		if (util_parse_duration(value, 3600, &c->settle_s) == -1)
 			return fail(p, "settle", "not a duration between 0s and 1h");
 		return 1;
 	}
 	if (KEY("retry_base")) {
-		if (util_parse_duration(value, 86400, &c->retry_base) == -1 ||
-		    c->retry_base < 1)
+		if (util_parse_duration(value, 86400, &c->retry_base_s) == -1 ||
+		    c->retry_base_s < 1)
 			return fail(p, "retry_base", "not a duration between 1s and 1d");
 		return 1;
 	}
 	if (KEY("retry_max")) {
-		if (util_parse_duration(value, 7 * 86400, &c->retry_max) == -1 ||
-		    c->retry_max < 1)
+		if (util_parse_duration(value, 7 * 86400, &c->retry_max_s) == -1 ||
+		    c->retry_max_s < 1)
 			return fail(p, "retry_max", "not a duration between 1s and 7d");
 		return 1;
 	}
@@ -175,8 +175,8 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		return set_string(p, &c->api_ca_file, &p->seen_ca, "api_ca_file",
 		    value);
 	if (KEY("api_timeout")) {
-		if (util_parse_duration(value, 300, &c->api_timeout) == -1 ||
-		    c->api_timeout < 1)
+		if (util_parse_duration(value, 300, &c->api_timeout_s) == -1 ||
+		    c->api_timeout_s < 1)
 			return fail(p, "api_timeout", "not a duration between 1s and 5m");
 		return 1;
 	}
@@ -216,8 +216,8 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	if (KEY("body_timeout")) {
 		/* Below the provider's 15 s: a body still arriving after that
 		 * is a delivery the provider already counts as failed. */
-		if (util_parse_duration(value, 60, &c->body_timeout) == -1 ||
-		    c->body_timeout < 1)
+		if (util_parse_duration(value, 60, &c->body_timeout_s) == -1 ||
+		    c->body_timeout_s < 1)
 			return fail(p, "body_timeout", "not a duration between 1s and 1m");
 		return 1;
 	}
@@ -226,7 +226,7 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 		if (util_parse_duration(value, 10, &v) == -1 || v < 1)
 			return fail(p, "busy_timeout",
 			    "not a duration between 1s and 10s");
-		c->busy_timeout = v * 1000;
+		c->busy_timeout_ms = v * 1000;
 		return 1;
 	}
 	if (KEY("synchronous")) {
@@ -331,17 +331,17 @@ config_load(const char *path, struct config *c, struct buf *err)
 	int line, rc = -1;
 
 	memset(c, 0, sizeof *c);
-	c->tolerance = 300;
-	c->max_body = 1048576;
-	c->handler_timeout = 60;
+	c->tolerance_s = 300;
+	c->max_body_bytes = 1048576;
+	c->handler_timeout_s = 60;
 	c->max_attempts = 12;
-	c->retention = 7 * 86400;
-	c->settle = 2;
-	c->retry_base = 30;
-	c->retry_max = 6 * 3600;
-	c->api_timeout = 10;
-	c->busy_timeout = 5000;
-	c->body_timeout = 10;
+	c->retention_s = 7 * 86400;
+	c->settle_s = 2;
+	c->retry_base_s = 30;
+	c->retry_max_s = 6 * 3600;
+	c->api_timeout_s = 10;
+	c->busy_timeout_ms = 5000;
+	c->body_timeout_s = 10;
 	c->synchronous = CONFIG_SYNC_FULL;
 	memset(&p, 0, sizeof p);
 	p.c = c;

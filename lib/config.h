@@ -3,7 +3,8 @@
  *
  * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
- * ';').  Unknown keys are errors.  inih does the parsing.
+ * ';').  Unknown keys are errors.  inih does the parsing.  Field names
+ * carry their unit (_s seconds, _ms milliseconds, _bytes).
  */
 #ifndef WEBHOOK_CONFIG_H
 #define WEBHOOK_CONFIG_H
@@ -38,18 +39,19 @@ struct config {
 	char			*database;	/* owned */
 	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
 	size_t			 nsecrets;
-	int64_t			 tolerance;	/* seconds, default 300 */
-	int64_t			 max_body;	/* bytes, default 1048576 */
+	/* Defaults and ranges: DESIGN.md and config_load. */
+	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
+	int64_t			 max_body_bytes;	/* largest body taken */
 	char			*handler;	/* owned; NULL when unset */
-	int64_t			 handler_timeout;	/* seconds, default 60 */
-	int64_t			 max_attempts;	/* default 12 */
-	int64_t			 retention;	/* seconds, default 7d */
-	int64_t			 settle;	/* seconds, default 2 */
-	int64_t			 retry_base;	/* seconds before the 1st retry, 30 */
-	int64_t			 retry_max;	/* longest wait between retries, 6h */
-	int64_t			 busy_timeout;	/* milliseconds, default 5000 */
-	int64_t			 body_timeout;	/* seconds to read a body, default 10 */
-	enum config_sync	 synchronous;	/* default FULL */
+	int64_t			 handler_timeout_s;
+	int64_t			 max_attempts;	/* failures before `dead` */
+	int64_t			 retention_s;	/* bodies kept after finishing */
+	int64_t			 settle_s;	/* wait before a new event is due */
+	int64_t			 retry_base_s;	/* before the 1st retry */
+	int64_t			 retry_max_s;	/* longest wait between retries */
+	int64_t			 busy_timeout_ms;	/* SQLite's unit */
+	int64_t			 body_timeout_s;	/* to read a body */
+	enum config_sync	 synchronous;
 	char			*log;		/* owned; NULL = stderr */
 	/* The provider's API (drainer only; PROVIDER.md "Webhooks do not
 	 * replace synchronisation"). */
@@ -57,7 +59,7 @@ struct config {
 	char			*api_token_file;	/* read by config_api_token */
 	char			*api_ca_file;	/* CA bundle for https (PEM); NULL:
 						 * api_ca_bundle() looks for the system's */
-	int64_t			 api_timeout;	/* seconds per request, default 10 */
+	int64_t			 api_timeout_s;	/* per request */
 	struct config_resource	 resources[CONFIG_LIST_MAX];
 	size_t			 nresources;
 	/* refetch = GLOB…: object kinds or event types always refetched */

@@ -120,13 +120,13 @@ START_TEST(defaults)
 	ck_assert_uint_eq(l.c.nsecrets, 1);
 	ck_assert_int_eq(l.c.secrets[0].kind, SIGNATURE_HMAC_SHA256);
 	ck_assert_uint_eq(l.c.secrets[0].keylen, 24);
-	ck_assert_int_eq(l.c.tolerance, 300);
-	ck_assert_int_eq(l.c.max_body, 1048576);
-	ck_assert_int_eq(l.c.handler_timeout, 60);
+	ck_assert_int_eq(l.c.tolerance_s, 300);
+	ck_assert_int_eq(l.c.max_body_bytes, 1048576);
+	ck_assert_int_eq(l.c.handler_timeout_s, 60);
 	ck_assert_int_eq(l.c.max_attempts, 12);
-	ck_assert_int_eq(l.c.retention, 7 * 86400);
-	ck_assert_int_eq(l.c.settle, 2);
-	ck_assert_int_eq(l.c.busy_timeout, 5000);
+	ck_assert_int_eq(l.c.retention_s, 7 * 86400);
+	ck_assert_int_eq(l.c.settle_s, 2);
+	ck_assert_int_eq(l.c.busy_timeout_ms, 5000);
 	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_FULL);
 	ck_assert_ptr_null(l.c.handler);
 	ck_assert_ptr_null(l.c.log);
@@ -153,14 +153,14 @@ START_TEST(every_key)
 	    "log = /var/log/webhook.log\n", &l);
 	LOADED(&l);
 	ck_assert_str_eq(l.c.database, "/srv/inbox.db");
-	ck_assert_int_eq(l.c.tolerance, 600);
-	ck_assert_int_eq(l.c.max_body, 2048);
+	ck_assert_int_eq(l.c.tolerance_s, 600);
+	ck_assert_int_eq(l.c.max_body_bytes, 2048);
 	ck_assert_str_eq(l.c.handler, "/usr/local/bin/handle");
-	ck_assert_int_eq(l.c.handler_timeout, 120);
+	ck_assert_int_eq(l.c.handler_timeout_s, 120);
 	ck_assert_int_eq(l.c.max_attempts, 3);
-	ck_assert_int_eq(l.c.retention, 3 * 86400);
-	ck_assert_int_eq(l.c.settle, 0);
-	ck_assert_int_eq(l.c.busy_timeout, 2000);
+	ck_assert_int_eq(l.c.retention_s, 3 * 86400);
+	ck_assert_int_eq(l.c.settle_s, 0);
+	ck_assert_int_eq(l.c.busy_timeout_ms, 2000);
 	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_NORMAL);
 	ck_assert_str_eq(l.c.log, "/var/log/webhook.log");
 	load_done(&l);
@@ -182,7 +182,7 @@ START_TEST(comments_and_blank_lines)
 	LOADED(&l);
 	ck_assert_str_eq(l.c.database, "/srv/a.db");
 	ck_assert_uint_eq(l.c.nsecrets, 1);
-	ck_assert_int_eq(l.c.tolerance, 60);
+	ck_assert_int_eq(l.c.tolerance_s, 60);
 	load_done(&l);
 }
 END_TEST
@@ -321,7 +321,7 @@ START_TEST(retention_floor)
 
 	load(MINIMAL "retention = 72h\n", &l);
 	LOADED(&l);
-	ck_assert_int_eq(l.c.retention, 3 * 86400);
+	ck_assert_int_eq(l.c.retention_s, 3 * 86400);
 	load_done(&l);
 
 	load(MINIMAL "retention = 7days\n", &l);
@@ -640,11 +640,11 @@ START_TEST(value_bounds)
 	    "tolerance = 1d\nsettle = 1h\nbusy_timeout = 10s\n"
 	    "synchronous = full\n", &l);
 	LOADED(&l);
-	ck_assert_int_eq(l.c.max_body, 67108864);
+	ck_assert_int_eq(l.c.max_body_bytes, 67108864);
 	ck_assert_int_eq(l.c.max_attempts, 1000);
-	ck_assert_int_eq(l.c.tolerance, 86400);
-	ck_assert_int_eq(l.c.settle, 3600);
-	ck_assert_int_eq(l.c.busy_timeout, 10000);
+	ck_assert_int_eq(l.c.tolerance_s, 86400);
+	ck_assert_int_eq(l.c.settle_s, 3600);
+	ck_assert_int_eq(l.c.busy_timeout_ms, 10000);
 	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_FULL);
 	load_done(&l);
 }
