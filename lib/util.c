@@ -1,7 +1,9 @@
 /*
- * util: number parsing with ranges, capped buffers, log lines.
+ * util: number parsing with ranges, capped buffers, log lines, small files
+ * read whole, edit distance.
  * See util.h for the contracts.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -77,6 +79,63 @@ util_parse_duration(const char *s, int64_t max_seconds, int64_t *out)
 		return -1;
 	*out = v * unit;
 	return 0;
+}
+
+char *
+util_format_duration(int64_t seconds, char *out, size_t outsz)
+{
+	static const struct { int64_t n; char unit; } units[] = {
+		{ 86400, 'd' }, { 3600, 'h' }, { 60, 'm' },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (seconds != 0 && seconds % units[i].n == 0) {
+			(void)snprintf(out, outsz, "%lld%c",
+			    (long long)(seconds / units[i].n), units[i].unit);
+			return out;
+		}
+	(void)snprintf(out, outsz, "%llds", (long long)seconds);
+	return out;
+}
+
+char *
+util_read_file(const char *path, size_t max, size_t *len)
+{
+	struct stat st;
+	char *text = NULL;
+	size_t got = 0;
+	ssize_t n = 0;
+	int fd, e = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	if (fstat(fd, &st) == -1)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EINVAL;
+	else if ((uintmax_t)st.st_size > max)
+		e = EFBIG;
+	else if ((text = malloc((size_t)st.st_size + 1)) == NULL)
+		e = ENOMEM;
+	while (e == 0 && got < (size_t)st.st_size &&
+	    (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	if (e == 0 && n == -1)
+		e = errno;
+	if (e == 0 && memchr(text, '\0', got) != NULL)
+		e = EILSEQ;
+	close(fd);
+	if (e != 0) {
+		if (text != NULL)
+			explicit_bzero(text, got);
+		free(text);
+		errno = e;
+		return NULL;
+	}
+	text[got] = '\0';
+	*len = got;
+	return text;
 }
 
 void
@@ -214,6 +273,38 @@ util_escape(const char *s, size_t len, char *out, size_t outsz)
 	}
 	out[o] = '\0';
 	return out;
+}
+
+int
+util_distance(const char *a, const char *b)
+{
+	int d[UTIL_DISTANCE_MAX + 1][UTIL_DISTANCE_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	if (la > UTIL_DISTANCE_MAX || lb > UTIL_DISTANCE_MAX)
+		return INT_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (i = 1; i <= la; i++)
+		for (j = 1; j <= lb; j++) {
+			int ai = tolower((unsigned char)a[i - 1]);
+			int bj = tolower((unsigned char)b[j - 1]);
+			int v = d[i - 1][j - 1] + (ai != bj);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			/* a swap of neighbours: "ab" for "ba" */
+			if (i > 1 && j > 1 && d[i - 2][j - 2] + 1 < v &&
+			    ai == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == bj)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
 }
 
 static const char *log_prog = "webhook";

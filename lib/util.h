@@ -1,7 +1,8 @@
 /*
  * util: the small helpers every module needs — range-checked number
  * parsing, durations, a growable byte buffer with a cap, log lines with
- * untrusted text escaped.  Nothing here knows about webhooks.
+ * untrusted text escaped, small files read whole, edit distance.  Nothing
+ * here knows about webhooks.
  */
 #ifndef WEBHOOK_UTIL_H
 #define WEBHOOK_UTIL_H
@@ -35,6 +36,21 @@ int util_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) WARN_U
  * -1 when malformed or out of range.
  */
 int util_parse_duration(const char *s, int64_t max_seconds, int64_t *out) WARN_UNUSED;
+/*
+ * A duration as a config would say it, the inverse of util_parse_duration:
+ * in the largest of d, h, m that divides it, else in s ("7d", "90s", "0s").
+ * Writes into out (size outsz, 24 is enough); returns out.
+ */
+char	*util_format_duration(int64_t seconds, char *out, size_t outsz);
+
+/*
+ * Read the whole of a small regular file: returns it NUL-terminated (the
+ * caller frees it) with its length in *len, or NULL with errno: open's or
+ * read's, EINVAL when it is not a regular file, EFBIG when it is larger
+ * than `max` bytes, EILSEQ when it holds a NUL byte (text never does).
+ * What was read is wiped before a failure returns (it may hold secrets).
+ */
+char	*util_read_file(const char *path, size_t max, size_t *len);
 
 /*
  * A growable byte buffer that refuses to grow past `cap` bytes (curl's
@@ -70,6 +86,15 @@ void	buf_free(struct buf *b);	/* frees; b may be reused after buf_init */
  * Returns out.
  */
 char	*util_escape(const char *s, size_t len, char *out, size_t outsz);
+
+/*
+ * Edit distance between two short strings, case ignored: insertions,
+ * deletions, substitutions and swaps of two neighbours cost 1 each
+ * (optimal string alignment), for "did you mean" suggestions.  Strings
+ * longer than UTIL_DISTANCE_MAX bytes are not compared: returns INT_MAX.
+ */
+#define UTIL_DISTANCE_MAX	32
+int	util_distance(const char *a, const char *b);
 
 /*
  * Log lines: "2026-11-30T07:15:07Z webhook.fcgi[123]: message".  They go to

@@ -1,11 +1,15 @@
 /*
  * test_util: lib/util.c — the range-checked number parsers, durations, the
- * capped byte buffer and log escaping (util.h holds the contracts tested).
+ * capped byte buffer, log escaping, edit distance and small-file reading
+ * (util.h holds the contracts tested).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/util.h"
 #include "tests/check_common.h"
@@ -250,6 +254,127 @@ START_TEST(duration_overflow)
 	ck_assert(v == INT64_MAX);
 	ck_assert_int_eq(util_parse_duration("9223372036854775808s", INT64_MAX, &v), -1);
 	ck_assert_int_eq(util_parse_duration("99999999999999999999999d", INT64_MAX, &v), -1);
+}
+END_TEST
+
+/* ---- util_format_duration ---- */
+
+START_TEST(duration_format)
+{
+	static const struct { int64_t s; const char *text; } cases[] = {
+		{ 0, "0s" }, { 1, "1s" }, { 59, "59s" }, { 60, "1m" },
+		{ 90, "90s" }, { 300, "5m" }, { 3600, "1h" }, { 5400, "90m" },
+		{ 86400, "1d" }, { 90000, "25h" }, { 604800, "7d" },
+		{ 3650 * 86400LL, "3650d" },
+	};
+	char out[24];
+	int64_t v;
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		ck_assert_str_eq(util_format_duration(cases[i].s, out, sizeof out),
+		    cases[i].text);
+		/* what it writes reads back as the same duration */
+		ck_assert_int_eq(util_parse_duration(out, INT64_MAX, &v), 0);
+		ck_assert(v == cases[i].s);
+	}
+}
+END_TEST
+
+/* ---- util_distance ---- */
+
+START_TEST(distance_edits)
+{
+	static const struct { const char *a, *b; int d; } cases[] = {
+		{ "database", "database", 0 },
+		{ "Tolerance", "tolerance", 0 },	/* case ignored */
+		{ "databse", "database", 1 },		/* a deletion */
+		{ "secrets", "secret", 1 },		/* an insertion */
+		{ "tolerence", "tolerance", 1 },	/* a substitution */
+		{ "hnadler", "handler", 1 },		/* a swap of neighbours */
+		{ "retyr_bsae", "retry_base", 2 },
+		{ "", "log", 3 }, { "log", "", 3 }, { "", "", 0 },
+		{ "colour", "tolerance", 7 },
+	};
+
+	for (size_t i = 0; i < NELEM(cases); i++)
+		ck_assert_msg(util_distance(cases[i].a, cases[i].b) == cases[i].d,
+		    "%s/%s: %d, want %d", cases[i].a, cases[i].b,
+		    util_distance(cases[i].a, cases[i].b), cases[i].d);
+}
+END_TEST
+
+START_TEST(distance_long_strings)
+{
+	char longer[UTIL_DISTANCE_MAX + 2];
+
+	memset(longer, 'a', sizeof longer - 1);
+	longer[sizeof longer - 1] = '\0';
+	ck_assert_int_eq(util_distance(longer, "a"), INT_MAX);
+	ck_assert_int_eq(util_distance("a", longer), INT_MAX);
+	longer[UTIL_DISTANCE_MAX] = '\0';
+	ck_assert_int_eq(util_distance(longer, longer), 0);
+}
+END_TEST
+
+/* ---- util_read_file ---- */
+
+/* A fresh file under /tmp holding `len` bytes of `text`; its path in
+ * `path` (size 64).  The caller unlinks it. */
+static void
+temp_file(char *path, const char *text, size_t len)
+{
+	int fd;
+
+	snprintf(path, 64, "/tmp/webhook-test-util-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+START_TEST(read_file_whole)
+{
+	char path[64], *t;
+	size_t len = 99;
+
+	temp_file(path, "a = b\n", 6);
+	t = util_read_file(path, 6, &len);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(t, "a = b\n");
+	ck_assert_uint_eq(len, 6);
+	free(t);
+	/* one byte over the cap */
+	errno = 0;
+	ck_assert_ptr_null(util_read_file(path, 5, &len));
+	ck_assert_int_eq(errno, EFBIG);
+	unlink(path);
+
+	temp_file(path, "", 0);
+	t = util_read_file(path, 0, &len);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(t, "");
+	ck_assert_uint_eq(len, 0);
+	free(t);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(read_file_refused)
+{
+	char path[64];
+	size_t len;
+
+	temp_file(path, "a\0b\n", 4);
+	errno = 0;
+	ck_assert_ptr_null(util_read_file(path, 100, &len));
+	ck_assert_int_eq(errno, EILSEQ);
+	unlink(path);
+	errno = 0;
+	ck_assert_ptr_null(util_read_file(path, 100, &len));
+	ck_assert_int_eq(errno, ENOENT);
+	errno = 0;
+	ck_assert_ptr_null(util_read_file("/tmp", 100, &len));
+	ck_assert_int_eq(errno, EINVAL);
 }
 END_TEST
 
@@ -599,6 +724,17 @@ util_suite(void)
 	tcase_add_test(tc, duration_bad);
 	tcase_add_test(tc, duration_max);
 	tcase_add_test(tc, duration_overflow);
+	tcase_add_test(tc, duration_format);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("distance");
+	tcase_add_test(tc, distance_edits);
+	tcase_add_test(tc, distance_long_strings);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("read_file");
+	tcase_add_test(tc, read_file_whole);
+	tcase_add_test(tc, read_file_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("buf");
