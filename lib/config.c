@@ -1,304 +1,183 @@
 /*
- * config: DESIGN.md "Configuration" read with inih.  See config.h.
+ * config: DESIGN.md "Configuration" (contract).  See config.h.
+ *
+ * One table, keys[], says everything about every key: its kind (how the
+ * value is read), whether it may be repeated or is required, its default
+ * and range in the unit stored, and which field of struct config it fills.
+ * One loop reads the file line by line and hands each value to its row;
+ * every message that names a range builds it from the row.
  */
+#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <strings.h>
 
-#include <ini.h>
 #include <sodium.h>
 
 #include "config.h"
 
-struct parse {
-	struct config	*c;
-	char		 key[80];	/* key of the first error, escaped (inih's
-					 * buffer is gone once parsing ends) */
-	const char	*what;	/* static text of the first error */
-	int		 seen_handler, seen_database, seen_log, seen_api_url,
-			 seen_token, seen_ca;
-	char		 seen_keys[512];	/* " key key …" of single-valued keys */
+/* How a value is read. */
+enum kind {
+	K_STRING,	/* kept exactly */
+	K_PATH,		/* relative to the config file's directory */
+	K_URL,		/* an http:// or https:// URL */
+	/* K_SECONDS to K_COUNT: numbers, int64_t fields */
+	K_SECONDS,	/* a duration (util_parse_duration), stored in seconds */
+	K_MILLIS,	/* a duration in whole seconds, stored in milliseconds */
+	K_BYTES,	/* a byte count (util_parse_int) */
+	K_COUNT,	/* a whole number (util_parse_int) */
+	K_ENUM,		/* one of the names in `text`, upper or lower case */
+	K_SECRET,	/* whsec_… or whpk_…, appended to a list */
+	K_RESOURCE,	/* api_resource TYPE PATH, appended to a list */
+	K_GLOBS,	/* refetch GLOB…, each appended to a list */
+	K_NKINDS
 };
 
-static int
-fail(struct parse *p, const char *key, const char *what)
-{
-	if (p->what == NULL) {
-		/* Quote the key only when it looks like a key name: inih splits
-		 * "whsec_…=" at its base64 padding, so a line holding only a
-		 * secret would otherwise be printed as a "key". */
-		size_t n = strlen(key), i;
-		int plain = n > 0 && n <= 32 && strncmp(key, "whsec_", 6) != 0 &&
-		    strncmp(key, "whpk_", 5) != 0;
-		for (i = 0; i < n && plain; i++)
-			plain = (key[i] >= 'a' && key[i] <= 'z') || key[i] == '_' ||
-			    (key[i] >= 'A' && key[i] <= 'Z') ||
-			    (key[i] >= '0' && key[i] <= '9');
-		if (plain)
-			util_escape(key, n, p->key, sizeof p->key);
-		else
-			snprintf(p->key, sizeof p->key, "(a line that is not key = value)");
-		p->what = what;
-	}
-	return 0;	/* inih: error on this line */
-}
+/* flags: ONCE, a second line is an error; REPEAT, each line adds to a
+ * list; REQUIRED, a file without the key is refused. */
+enum { ONCE = 0, REPEAT = 1, REQUIRED = 2 };
 
+struct key {
+	const char	*name;
+	enum kind	 kind;
+	int		 flags;
+	/* Numbers and durations: in the unit stored (K_MILLIS: ms). */
+	int64_t		 def, min, max;	/* lists: max is the most entries */
+	size_t		 off;		/* the field: offsetof(struct config, …) */
+	size_t		 count;		/* lists: the field counting entries */
+	/* K_ENUM: the names, space-separated, the stored value being the
+	 * position; lists: what an entry is called; durations: why the
+	 * minimum, said instead of the range when a value is below it. */
+	const char	*text;
+};
+
+#define F(field)	offsetof(struct config, field)
+#define UPPER		"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#define MINUTE		60
+#define HOUR		3600
+#define DAY		86400
+/* The body is held in memory while it is verified. */
+#define BODY_MAX	(64 << 20)
+
+_Static_assert(sizeof(enum config_sync) == sizeof(int),
+    "K_ENUM stores an int into an enum field");
+
+static const struct key keys[] = {
+/*	{ name,			kind,		flags,
+ *	  default, min, max,			field, count,	text }, */
+	{ "database",		K_PATH,		ONCE | REQUIRED,
+	  0, 0, 0,				F(database), 0,	NULL },
+	{ "secret",		K_SECRET,	REPEAT | REQUIRED,
+	  0, 0, SIGNATURE_KEYS_MAX,		F(secrets), F(nsecrets), "secrets" },
+	{ "tolerance",		K_SECONDS,	ONCE,
+	  300, 1, DAY,				F(tolerance_s), 0, NULL },
+	{ "max_body",		K_BYTES,	ONCE,
+	  1048576, 1, BODY_MAX,			F(max_body_bytes), 0, NULL },
+	{ "handler",		K_STRING,	ONCE,
+	  0, 0, 0,				F(handler), 0,	NULL },
+	{ "handler_timeout",	K_SECONDS,	ONCE,
+	  60, 1, DAY,				F(handler_timeout_s), 0, NULL },
+	{ "max_attempts",	K_COUNT,	ONCE,
+	  12, 1, 1000,				F(max_attempts), 0, NULL },
+	{ "retention",		K_SECONDS,	ONCE,
+	  7 * DAY, CONFIG_RETENTION_MIN, 3650 * DAY, F(retention_s), 0,
+	  "the provider's retry period: a late retry would be taken as new" },
+	{ "settle",		K_SECONDS,	ONCE,
+	  2, 0, HOUR,				F(settle_s), 0,	NULL },
+	{ "retry_base",		K_SECONDS,	ONCE,
+	  30, 1, DAY,				F(retry_base_s), 0, NULL },
+	{ "retry_max",		K_SECONDS,	ONCE,
+	  6 * HOUR, 1, 7 * DAY,			F(retry_max_s), 0, NULL },
+	/* The provider gives up at 15 s: stay well below. */
+	{ "busy_timeout",	K_MILLIS,	ONCE,
+	  5000, 1000, 10000,			F(busy_timeout_ms), 0, NULL },
+	/* Below the provider's 15 s: a body still arriving after that is a
+	 * delivery the provider already counts as failed. */
+	{ "body_timeout",	K_SECONDS,	ONCE,
+	  10, 1, MINUTE,			F(body_timeout_s), 0, NULL },
+	{ "synchronous",	K_ENUM,		ONCE,
+	  CONFIG_SYNC_FULL, 0, 0,		F(synchronous), 0, "FULL NORMAL" },
+	{ "log",		K_PATH,		ONCE,
+	  0, 0, 0,				F(log), 0,	NULL },
+	{ "api_url",		K_URL,		ONCE,
+	  0, 0, 0,				F(api_url), 0,	NULL },
+	{ "api_token_file",	K_PATH,		ONCE,
+	  0, 0, 0,				F(api_token_file), 0, NULL },
+	{ "api_ca_file",	K_PATH,		ONCE,
+	  0, 0, 0,				F(api_ca_file), 0, NULL },
+	{ "api_timeout",	K_SECONDS,	ONCE,
+	  10, 1, 5 * MINUTE,			F(api_timeout_s), 0, NULL },
+	{ "api_resource",	K_RESOURCE,	REPEAT,
+	  0, 0, CONFIG_LIST_MAX,		F(resources), F(nresources),
+	  "entries" },
+	{ "refetch",		K_GLOBS,	REPEAT,
+	  0, 0, CONFIG_LIST_MAX,		F(refetch), F(nrefetch), "patterns" },
+};
+#define NKEYS	(sizeof keys / sizeof keys[0])
+
+/* A field of c, as the row k places it. */
+#define FIELD(c, k)	((void *)((char *)(c) + (k)->off))
+#define COUNT(c, k)	((size_t *)(void *)((char *)(c) + (k)->count))
+
+/* One reading of a file. */
+struct parse {
+	struct config	*c;
+	const char	*path;
+	struct buf	*err;		/* the first error, once failed */
+	int		 line;		/* the line being read, from 1 */
+	int		 failed;
+	unsigned char	 seen[NKEYS];	/* 1: the key was given */
+};
+
+/*
+ * Could `s` be printed as the key of a refused line?  Only when it looks
+ * like a key name, so that a pasted secret is never echoed: splitting at
+ * the first '=' makes "whsec_…=" (base64 padding) a "key".
+ */
 static int
-set_string(struct parse *p, char **dst, int *seen, const char *key,
-    const char *value)
+key_like(const char *s)
 {
-	if (*seen)
-		return fail(p, key, "given twice");
-	*seen = 1;
-	if ((*dst = strdup(value)) == NULL)
-		return fail(p, key, "out of memory");
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 32 || strncmp(s, "whsec_", 6) == 0 ||
+	    strncmp(s, "whpk_", 5) == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return 0;
 	return 1;
 }
 
-/* inih handler: one key = value.  Returns 1 to go on, 0 for an error. */
-static int
-on_pair(void *user, const char *section, const char *name, const char *value)
+/*
+ * Record the first error of the file, "file:line: key: what" (key NULL:
+ * "file:line: what"); later ones are dropped, but reading goes on (a `log`
+ * line below a typo still names where to say so).  Returns -1.
+ */
+static int __attribute__((format(printf, 3, 4)))
+fail(struct parse *p, const char *key, const char *fmt, ...)
 {
-	struct parse *p = user;
-	struct config *c = p->c;
-	const char *why;
-	int64_t v;
+	char what[256], name[40];
+	va_list ap;
 
-	if (section[0] != '\0')
-		return fail(p, name, "sections are not used in this file");
-	if (value == NULL || value[0] == '\0')
-		return fail(p, name, "empty value");
-
-	/* Every key but secret, api_resource and refetch is given once: a
-	 * second line is a mistake whichever of the two was meant. */
-	if (strcmp(name, "secret") != 0 && strcmp(name, "api_resource") != 0 &&
-	    strcmp(name, "refetch") != 0 && strlen(name) < 64) {
-		char needle[70];
-		snprintf(needle, sizeof needle, " %s ", name);
-		if (strstr(p->seen_keys, needle) != NULL)
-			return fail(p, name, "given twice");
-		if (strlen(p->seen_keys) + strlen(needle) < sizeof p->seen_keys) {
-			if (p->seen_keys[0] == '\0')
-				p->seen_keys[0] = ' ';
-			strncat(p->seen_keys, needle + 1,
-			    sizeof p->seen_keys - strlen(p->seen_keys) - 1);
-		}
-	}
-#define KEY(k) (strcmp(name, k) == 0)
-	if (KEY("database"))
-		return set_string(p, &c->database, &p->seen_database, "database",
-		    value);
-	if (KEY("handler"))
-		return set_string(p, &c->handler, &p->seen_handler, "handler",
-		    value);
-	if (KEY("log"))
-		return set_string(p, &c->log, &p->seen_log, "log", value);
-	if (KEY("secret")) {
-		if (strpbrk(value, " \t") != NULL)
-			return fail(p, "secret", "contains a space: a comment must "
-			    "be on a line of its own");
-		if (c->nsecrets == SIGNATURE_KEYS_MAX)
-			return fail(p, "secret", "more than 8 secrets");
-		if (signature_key_parse(value, &c->secrets[c->nsecrets],
-		    &why) == -1)
-			return fail(p, "secret", why);
-		c->nsecrets++;
-		return 1;
-	}
-	if (KEY("tolerance")) {
-		if (util_parse_duration(value, 86400, &c->tolerance_s) == -1 ||
-		    c->tolerance_s < 1)
-			return fail(p, "tolerance",
-			    "not a duration between 1s and 1d");
-		return 1;
-	}
-	if (KEY("max_body")) {
-		/* 64 MiB: the body is held in memory while it is verified. */
-		if (util_parse_int(value, 1, 64 << 20, &c->max_body_bytes) == -1)
-			return fail(p, "max_body",
-			    "not a byte count between 1 and 67108864");
-		return 1;
-	}
-	if (KEY("handler_timeout")) {
-		if (util_parse_duration(value, 86400, &c->handler_timeout_s) == -1 ||
-		    c->handler_timeout_s < 1)
-			return fail(p, "handler_timeout",
-			    "not a duration between 1s and 1d");
-		return 1;
-	}
-	if (KEY("max_attempts")) {
-		if (util_parse_int(value, 1, 1000, &c->max_attempts) == -1)
-			return fail(p, "max_attempts",
-			    "not a whole number between 1 and 1000");
-		return 1;
-	}
-	if (KEY("retention")) {
-		if (util_parse_duration(value, 3650 * 86400LL, &c->retention_s) == -1)
-			return fail(p, "retention", "not a duration (e.g. 7d)");
-		if (c->retention_s < CONFIG_RETENTION_MIN)
-			return fail(p, "retention", "below 3d, the provider's "
-			    "retry period: a late retry would be taken as new");
-		return 1;
-	}
-	if (KEY("settle")) {
-		if (util_parse_duration(value, 3600, &c->settle_s) == -1)
-			return fail(p, "settle", "not a duration between 0s and 1h");
-		return 1;
-	}
-	if (KEY("retry_base")) {
-		if (util_parse_duration(value, 86400, &c->retry_base_s) == -1 ||
-		    c->retry_base_s < 1)
-			return fail(p, "retry_base", "not a duration between 1s and 1d");
-		return 1;
-	}
-	if (KEY("retry_max")) {
-		if (util_parse_duration(value, 7 * 86400, &c->retry_max_s) == -1 ||
-		    c->retry_max_s < 1)
-			return fail(p, "retry_max", "not a duration between 1s and 7d");
-		return 1;
-	}
-	if (KEY("api_url")) {
-		if (strncmp(value, "https://", 8) != 0 &&
-		    strncmp(value, "http://", 7) != 0)
-			return fail(p, "api_url", "not an http:// or https:// URL");
-		return set_string(p, &c->api_url, &p->seen_api_url, "api_url",
-		    value);
-	}
-	if (KEY("api_token_file"))
-		return set_string(p, &c->api_token_file, &p->seen_token,
-		    "api_token_file", value);
-	if (KEY("api_ca_file"))
-		return set_string(p, &c->api_ca_file, &p->seen_ca, "api_ca_file",
-		    value);
-	if (KEY("api_timeout")) {
-		if (util_parse_duration(value, 300, &c->api_timeout_s) == -1 ||
-		    c->api_timeout_s < 1)
-			return fail(p, "api_timeout", "not a duration between 1s and 5m");
-		return 1;
-	}
-	if (KEY("api_resource")) {
-		const char *sp = strchr(value, ' ');
-		struct config_resource *r;
-		if (sp == NULL || sp == value || sp[1] == '\0' ||
-		    strchr(sp + 1, ' ') != NULL)
-			return fail(p, "api_resource", "not TYPE PATH (e.g. "
-			    "\"client crm/clients\")");
-		if (c->nresources == CONFIG_LIST_MAX)
-			return fail(p, "api_resource", "more than 32 entries");
-		r = &c->resources[c->nresources];
-		if ((r->object_type = strndup(value, (size_t)(sp - value))) == NULL ||
-		    (r->path = strdup(sp + 1)) == NULL)
-			return fail(p, "api_resource", "out of memory");
-		c->nresources++;
-		return 1;
-	}
-	if (KEY("refetch")) {
-		/* One or more globs separated by spaces. */
-		const char *q = value;
-		while (*q != '\0') {
-			size_t n = strcspn(q, " ");
-			if (n > 0) {
-				if (c->nrefetch == CONFIG_LIST_MAX)
-					return fail(p, "refetch", "more than 32 patterns");
-				if ((c->refetch[c->nrefetch++] = strndup(q, n)) == NULL)
-					return fail(p, "refetch", "out of memory");
-			}
-			q += n;
-			while (*q == ' ')
-				q++;
-		}
-		return 1;
-	}
-	if (KEY("body_timeout")) {
-		/* Below the provider's 15 s: a body still arriving after that
-		 * is a delivery the provider already counts as failed. */
-		if (util_parse_duration(value, 60, &c->body_timeout_s) == -1 ||
-		    c->body_timeout_s < 1)
-			return fail(p, "body_timeout", "not a duration between 1s and 1m");
-		return 1;
-	}
-	if (KEY("busy_timeout")) {
-		/* Seconds; the provider gives up at 15 s, so stay well below. */
-		if (util_parse_duration(value, 10, &v) == -1 || v < 1)
-			return fail(p, "busy_timeout",
-			    "not a duration between 1s and 10s");
-		c->busy_timeout_ms = v * 1000;
-		return 1;
-	}
-	if (KEY("synchronous")) {
-		if (strcmp(value, "FULL") == 0 || strcmp(value, "full") == 0)
-			c->synchronous = CONFIG_SYNC_FULL;
-		else if (strcmp(value, "NORMAL") == 0 || strcmp(value, "normal") == 0)
-			c->synchronous = CONFIG_SYNC_NORMAL;
-		else
-			return fail(p, "synchronous", "neither FULL nor NORMAL");
-		return 1;
-	}
-#undef KEY
-	return fail(p, name, "unknown key");
-}
-
-/* Read the whole file, refusing more than CONFIG_FILE_MAX bytes. */
-static char *
-slurp(const char *path, const char **what)
-{
-	struct stat st;
-	char *text = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		*what = strerror(errno);
-		return NULL;
-	}
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		*what = "not a regular file";
-		goto out;
-	}
-	if (st.st_size > CONFIG_FILE_MAX) {
-		*what = "larger than 64 KiB";
-		goto out;
-	}
-	if ((text = malloc((size_t)st.st_size + 1)) == NULL) {
-		*what = "out of memory";
-		goto out;
-	}
-	while (got < (size_t)st.st_size &&
-	    (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
-		got += (size_t)n;
-	text[got] = '\0';
-	if (memchr(text, '\0', got) != NULL) {
-		*what = "contains a NUL byte";
-		free(text);
-		text = NULL;
-	}
-out:
-	close(fd);
-	return text;
-}
-
-/* The number of the first line whose first non-blank is '[', or 0. */
-static int
-section_line(const char *text)
-{
-	int line = 1, start = 1;
-
-	for (; *text != '\0'; text++) {
-		if (*text == '\n') {
-			line++;
-			start = 1;
-		} else if (start && *text == '[') {
-			return line;
-		} else if (*text != ' ' && *text != '\t' && *text != '\r') {
-			start = 0;
-		}
-	}
-	return 0;
+	if (p->failed)
+		return -1;
+	p->failed = 1;
+	va_start(ap, fmt);
+	(void)vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	buf_reset(p->err);
+	if (key == NULL)
+		(void)buf_printf(p->err, "%s:%d: %s", p->path, p->line, what);
+	else
+		(void)buf_printf(p->err, "%s:%d: %s: %s", p->path, p->line,
+		    key_like(key) ? util_escape(key, strlen(key), name,
+		    sizeof name) : "(a line that is not key = value)", what);
+	return -1;
 }
 
 /* A relative path in the file is relative to the file's own directory, not
@@ -322,104 +201,281 @@ resolve_against(const char *file, char **p)
 	return 0;
 }
 
+/* K_STRING, K_PATH, K_URL. */
+static int
+set_string(struct parse *p, const struct key *k, const char *v)
+{
+	char **dst = FIELD(p->c, k);
+
+	if (k->kind == K_URL && strncmp(v, "https://", 8) != 0 &&
+	    strncmp(v, "http://", 7) != 0)
+		return fail(p, k->name, "not an http:// or https:// URL");
+	if ((*dst = strdup(v)) == NULL ||
+	    (k->kind == K_PATH && resolve_against(p->path, dst) == -1))
+		return fail(p, k->name, "out of memory");
+	return 0;
+}
+
+/* K_SECONDS, K_MILLIS, K_BYTES, K_COUNT: within the row's min and max. */
+static int
+set_number(struct parse *p, const struct key *k, const char *v)
+{
+	int64_t *dst = FIELD(p->c, k);
+	int64_t scale = k->kind == K_MILLIS ? 1000 : 1, n;
+	char lo[24], hi[24];
+
+	if (k->kind == K_BYTES || k->kind == K_COUNT) {
+		if (util_parse_int(v, k->min, k->max, dst) == 0)
+			return 0;
+		return fail(p, k->name, "not a %s between %lld and %lld",
+		    k->kind == K_BYTES ? "byte count" : "whole number",
+		    (long long)k->min, (long long)k->max);
+	}
+	if (util_parse_duration(v, k->max / scale, &n) == 0 &&
+	    n * scale >= k->min) {
+		*dst = n * scale;
+		return 0;
+	}
+	(void)util_format_duration(k->min / scale, lo, sizeof lo);
+	(void)util_format_duration(k->max / scale, hi, sizeof hi);
+	if (k->text != NULL && util_parse_duration(v, k->max / scale, &n) == 0)
+		return fail(p, k->name, "below %s, %s", lo, k->text);
+	return fail(p, k->name, "not a duration between %s and %s", lo, hi);
+}
+
+/* K_ENUM: a name of k->text, as written there or all in lower case. */
+static int
+set_enum(struct parse *p, const struct key *k, const char *v)
+{
+	int *dst = FIELD(p->c, k), at;
+	const char *w = k->text, *sp;
+	size_t n;
+
+	for (at = 0; *w != '\0'; at++, w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		if (strlen(v) == n && (strncmp(v, w, n) == 0 ||
+		    (strncasecmp(v, w, n) == 0 && strpbrk(v, UPPER) == NULL))) {
+			*dst = at;
+			return 0;
+		}
+	}
+	if ((sp = strchr(k->text, ' ')) != NULL && strchr(sp + 1, ' ') == NULL)
+		return fail(p, k->name, "neither %.*s nor %s",
+		    (int)(sp - k->text), k->text, sp + 1);
+	return fail(p, k->name, "not one of %s", k->text);
+}
+
+/* K_SECRET: one whsec_… or whpk_…, never shown in a message. */
+static int
+add_secret(struct parse *p, const struct key *k, const char *v)
+{
+	struct signature_key *list = FIELD(p->c, k);
+	size_t *n = COUNT(p->c, k);
+	const char *why;
+
+	if (strpbrk(v, " \t") != NULL)
+		return fail(p, k->name, "contains a space: a comment must be "
+		    "on a line of its own");
+	if (*n == (size_t)k->max)
+		return fail(p, k->name, "more than %lld %s", (long long)k->max,
+		    k->text);
+	if (signature_key_parse(v, &list[*n], &why) == -1)
+		return fail(p, k->name, "%s", why);
+	(*n)++;
+	return 0;
+}
+
+/* K_RESOURCE: "TYPE PATH", one space between. */
+static int
+add_resource(struct parse *p, const struct key *k, const char *v)
+{
+	struct config_resource *list = FIELD(p->c, k), *r;
+	size_t *n = COUNT(p->c, k);
+	const char *sp = strchr(v, ' ');
+
+	if (sp == NULL || sp == v || sp[1] == '\0' || strchr(sp + 1, ' ') != NULL)
+		return fail(p, k->name, "not TYPE PATH (e.g. \"client "
+		    "crm/clients\")");
+	if (*n == (size_t)k->max)
+		return fail(p, k->name, "more than %lld %s", (long long)k->max,
+		    k->text);
+	r = &list[*n];
+	(*n)++;	/* counted now, so config_free frees a half-made entry */
+	if ((r->object_type = strndup(v, (size_t)(sp - v))) == NULL ||
+	    (r->path = strdup(sp + 1)) == NULL)
+		return fail(p, k->name, "out of memory");
+	return 0;
+}
+
+/* K_GLOBS: one or more globs separated by spaces. */
+static int
+add_globs(struct parse *p, const struct key *k, const char *v)
+{
+	char **list = FIELD(p->c, k);
+	size_t *n = COUNT(p->c, k), len;
+
+	while (*v != '\0') {
+		if ((len = strcspn(v, " ")) > 0) {
+			if (*n == (size_t)k->max)
+				return fail(p, k->name, "more than %lld %s",
+				    (long long)k->max, k->text);
+			if ((list[*n] = strndup(v, len)) == NULL)
+				return fail(p, k->name, "out of memory");
+			(*n)++;
+		}
+		v += len;
+		while (*v == ' ')
+			v++;
+	}
+	return 0;
+}
+
+/* How each kind is read: 0, or -1 after fail(). */
+static int (*const setters[])(struct parse *, const struct key *,
+    const char *) = {
+	[K_STRING] = set_string, [K_PATH] = set_string, [K_URL] = set_string,
+	[K_SECONDS] = set_number, [K_MILLIS] = set_number,
+	[K_BYTES] = set_number, [K_COUNT] = set_number,
+	[K_ENUM] = set_enum, [K_SECRET] = add_secret,
+	[K_RESOURCE] = add_resource, [K_GLOBS] = add_globs,
+};
+_Static_assert(sizeof setters / sizeof setters[0] == K_NKINDS,
+    "a setter for every kind");
+
+/* One `name = value` line, by its row of keys[]. */
+static void
+set_key(struct parse *p, const char *name, const char *v)
+{
+	const struct key *k = NULL;
+	size_t i;
+
+	if (*v == '\0') {
+		(void)fail(p, name, "empty value");
+		return;
+	}
+	for (i = 0; i < NKEYS && k == NULL; i++)
+		if (strcmp(name, keys[i].name) == 0)
+			k = &keys[i];
+	if (k == NULL) {
+		(void)fail(p, name, "unknown key");
+		return;
+	}
+	i = (size_t)(k - keys);
+	/* A second line of a single-valued key is a mistake whichever of
+	 * the two was meant. */
+	if (!(k->flags & REPEAT) && p->seen[i] > 0) {
+		(void)fail(p, name, "given twice");
+		return;
+	}
+	p->seen[i] = 1;
+	(void)setters[k->kind](p, k, v);
+}
+
+/* s without the blanks around it (cut in place). */
+static char *
+trim(char *s)
+{
+	char *e = s + strlen(s);
+
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	while (isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+/*
+ * The one loop: every line of `text` (modified in place), also after an
+ * error.  The reading is inih's, which this file was read with before, so
+ * every file reads the same: a UTF-8 BOM skipped, blanks around keys and
+ * values dropped, `#`/`;` comment lines, the key ending at the first '='
+ * or ':'; a section line is refused.
+ */
+static void
+parse_text(struct parse *p, char *text)
+{
+	char *s, *next, *end;
+
+	for (s = text, p->line = 1; s != NULL; s = next, p->line++) {
+		if ((next = strchr(s, '\n')) != NULL)
+			*next++ = '\0';
+		if (p->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
+			s += 3;
+		s = trim(s);
+		if (*s == '\0' || *s == '#' || *s == ';')
+			continue;
+		if (*s == '[') {
+			(void)fail(p, NULL, "sections are not used in this file");
+			continue;
+		}
+		end = s + strcspn(s, "=:");
+		if (*end == '\0') {
+			(void)fail(p, NULL, "not a key = value line");
+			continue;
+		}
+		*end = '\0';
+		set_key(p, trim(s), trim(end + 1));
+	}
+}
+
 int
 config_load(const char *path, struct config *c, struct buf *err)
 {
 	struct parse p;
-	const char *what = NULL;
-	char *text = NULL;
-	int line, rc = -1;
+	const struct key *k;
+	char *text = NULL, *log;
+	size_t len = 0;
+	int rc = -1;
 
 	memset(c, 0, sizeof *c);
-	c->tolerance_s = 300;
-	c->max_body_bytes = 1048576;
-	c->handler_timeout_s = 60;
-	c->max_attempts = 12;
-	c->retention_s = 7 * 86400;
-	c->settle_s = 2;
-	c->retry_base_s = 30;
-	c->retry_max_s = 6 * 3600;
-	c->api_timeout_s = 10;
-	c->busy_timeout_ms = 5000;
-	c->body_timeout_s = 10;
-	c->synchronous = CONFIG_SYNC_FULL;
+	for (k = keys; k < keys + NKEYS; k++)
+		if (k->kind == K_ENUM)
+			*(int *)FIELD(c, k) = (int)k->def;
+		else if (k->kind >= K_SECONDS && k->kind <= K_COUNT)
+			*(int64_t *)FIELD(c, k) = k->def;
 	memset(&p, 0, sizeof p);
 	p.c = c;
+	p.path = path;
+	p.err = err;
 	buf_reset(err);
 
 	if ((c->path = strdup(path)) == NULL) {
 		(void)buf_printf(err, "%s: out of memory", path);
 		goto out;
 	}
-	if ((text = slurp(path, &what)) == NULL) {
-		(void)buf_printf(err, "%s: cannot read: %s", path, what);
-		goto out;
-	}
-	/* inih reports a section line only when a key follows it; this file
-	 * has no sections, so refuse any line that opens one. */
-	if ((line = section_line(text)) != 0) {
-		(void)buf_printf(err, "%s:%d: sections are not used in this file",
-		    path, line);
-		goto out;
-	}
-	/* Debian's inih takes these at run time: exact values, and a line
-	 * buffer as large as the largest file so no line is ever cut. */
-	ini_allow_multiline = 0;
-	ini_allow_inline_comments = 0;
-	ini_use_stack = 0;
-	ini_allow_realloc = 1;
-	ini_max_line = CONFIG_FILE_MAX + 3;
-	ini_initial_alloc = 256;
-	/* Every line is read, also after an error (only the first is
-	 * reported): a `log` line below a typo still names where to say so. */
-	ini_stop_on_first_error = 0;
-	line = ini_parse_string(text, on_pair, &p);
-	if (line != 0 || p.what != NULL) {
-		if (line == -2)
-			(void)buf_printf(err, "%s: out of memory", path);
-		else if (p.what != NULL)
-			(void)buf_printf(err, "%s:%d: %s: %s", path, line, p.key,
-			    p.what);
+	if ((text = util_read_file(path, CONFIG_FILE_MAX, &len)) == NULL) {
+		if (errno == EFBIG)
+			(void)buf_printf(err, "%s: cannot read: larger than %d KiB",
+			    path, CONFIG_FILE_MAX / 1024);
 		else
-			(void)buf_printf(err, "%s:%d: not a key = value line",
-			    path, line);
+			(void)buf_printf(err, "%s: cannot read: %s", path,
+			    errno == EINVAL ? "not a regular file" : errno == EILSEQ ?
+			    "contains a NUL byte" : strerror(errno));
 		goto out;
 	}
-	if (c->database == NULL) {
-		(void)buf_printf(err, "%s: database: required", path);
+	parse_text(&p, text);
+	if (p.failed)
 		goto out;
-	}
-	if (c->nsecrets == 0) {
-		(void)buf_printf(err, "%s: secret: required (at least one "
-		    "whsec_… or whpk_…)", path);
-		goto out;
-	}
-	if (resolve_against(path, &c->database) == -1 ||
-	    (c->log != NULL && resolve_against(path, &c->log) == -1) ||
-	    (c->api_token_file != NULL &&
-	    resolve_against(path, &c->api_token_file) == -1) ||
-	    (c->api_ca_file != NULL &&
-	    resolve_against(path, &c->api_ca_file) == -1)) {
-		(void)buf_printf(err, "%s: out of memory", path);
-		goto out;
-	}
+	for (k = keys; k < keys + NKEYS; k++)
+		if ((k->flags & REQUIRED) && p.seen[k - keys] == 0) {
+			(void)buf_printf(err, "%s: %s: required%s", path, k->name,
+			    k->kind == K_SECRET ? " (at least one whsec_… or "
+			    "whpk_…)" : "");
+			goto out;
+		}
 	rc = 0;
 out:
 	if (text != NULL) {
-		sodium_memzero(text, strlen(text));	/* it held secrets */
+		sodium_memzero(text, len);	/* it held secrets */
 		free(text);
 	}
 	if (rc == -1) {
 		/* Keep `log`: the caller reports the error where the operator
 		 * looks (config.h). */
-		char *log = c->log;
+		log = c->log;
 		c->log = NULL;
 		config_free(c);
 		c->log = log;
-		if (c->log != NULL && resolve_against(path, &c->log) == -1) {
-			free(c->log);
-			c->log = NULL;
-		}
 	}
 	return rc;
 }
@@ -427,15 +483,13 @@ out:
 void
 config_free(struct config *c)
 {
+	const struct key *k;
 	size_t i;
 
 	free(c->path);
-	free(c->database);
-	free(c->handler);
-	free(c->log);
-	free(c->api_url);
-	free(c->api_token_file);
-	free(c->api_ca_file);
+	for (k = keys; k < keys + NKEYS; k++)
+		if (k->kind == K_STRING || k->kind == K_PATH || k->kind == K_URL)
+			free(*(char **)FIELD(c, k));
 	for (i = 0; i < c->nresources; i++) {
 		free(c->resources[i].object_type);
 		free(c->resources[i].path);

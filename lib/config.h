@@ -3,8 +3,9 @@
  *
  * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
- * ';').  Unknown keys are errors.  inih does the parsing.  Field names
- * carry their unit (_s seconds, _ms milliseconds, _bytes).
+ * ';').  Unknown keys are errors.  Every key, with its kind, default and
+ * range, is one row of the table in config.c; field names carry their
+ * unit (_s seconds, _ms milliseconds, _bytes).
  */
 #ifndef WEBHOOK_CONFIG_H
 #define WEBHOOK_CONFIG_H
@@ -39,7 +40,7 @@ struct config {
 	char			*database;	/* owned */
 	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
 	size_t			 nsecrets;
-	/* Defaults and ranges: DESIGN.md and config_load. */
+	/* Defaults and ranges: the table in config.c (DESIGN.md). */
 	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
 	int64_t			 max_body_bytes;	/* largest body taken */
 	char			*handler;	/* owned; NULL when unset */
