@@ -180,6 +180,26 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 	return -1;
 }
 
+/* The key an unknown name was probably meant to be: at most 2 edits away,
+ * and fewer than half the key's length (so "foo" is not "log"); the
+ * nearest, the first in the table on a tie.  NULL when none is close. */
+static const struct key *
+near_key(const char *name)
+{
+	const struct key *best = NULL;
+	int bestd = 3, d;
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++) {
+		d = util_distance(name, keys[i].name);
+		if (d < bestd && (size_t)d * 2 < strlen(keys[i].name)) {
+			best = &keys[i];
+			bestd = d;
+		}
+	}
+	return best;
+}
+
 /* A relative path in the file is relative to the file's own directory, not
  * to whatever directory the web server or cron started us in. */
 static int
@@ -342,33 +362,29 @@ static int (*const setters[])(struct parse *, const struct key *,
 _Static_assert(sizeof setters / sizeof setters[0] == K_NKINDS,
     "a setter for every kind");
 
-/* One `name = value` line, by its row of keys[]. */
-static void
+/* One `name = value` line, by its row of keys[]: 0, or -1 after fail(). */
+static int
 set_key(struct parse *p, const char *name, const char *v)
 {
 	const struct key *k = NULL;
 	size_t i;
 
-	if (*v == '\0') {
-		(void)fail(p, name, "empty value");
-		return;
-	}
+	if (*v == '\0')
+		return fail(p, name, "empty value");
 	for (i = 0; i < NKEYS && k == NULL; i++)
 		if (strcmp(name, keys[i].name) == 0)
 			k = &keys[i];
-	if (k == NULL) {
-		(void)fail(p, name, "unknown key");
-		return;
-	}
+	if (k == NULL && (k = near_key(name)) != NULL)
+		return fail(p, name, "unknown key (did you mean %s?)", k->name);
+	if (k == NULL)
+		return fail(p, name, "unknown key");
 	i = (size_t)(k - keys);
 	/* A second line of a single-valued key is a mistake whichever of
 	 * the two was meant. */
-	if (!(k->flags & REPEAT) && p->seen[i] > 0) {
-		(void)fail(p, name, "given twice");
-		return;
-	}
+	if (!(k->flags & REPEAT) && p->seen[i] > 0)
+		return fail(p, name, "given twice");
 	p->seen[i] = 1;
-	(void)setters[k->kind](p, k, v);
+	return setters[k->kind](p, k, v);
 }
 
 /* s without the blanks around it (cut in place). */
@@ -414,7 +430,7 @@ parse_text(struct parse *p, char *text)
 			continue;
 		}
 		*end = '\0';
-		set_key(p, trim(s), trim(end + 1));
+		(void)set_key(p, trim(s), trim(end + 1));
 	}
 }
 

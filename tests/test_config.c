@@ -263,14 +263,52 @@ START_TEST(unknown_key)
 	    "secret = " KAT_SECRET "\n"
 	    "tolerence = 5\n"
 	    "max_body = 10\n", &l);
-	FAILED_WITH(&l, ":6: tolerence: unknown key");
+	FAILED_WITH(&l, ":6: tolerence: unknown key (did you mean tolerance?)");
 	assert_empty_config(&l.c);
 	load_done(&l);
 
 	/* Case matters: keys are lower case. */
 	load(MINIMAL "Tolerance = 5\n", &l);
-	FAILED_WITH(&l, ":3: Tolerance: unknown key");
+	FAILED_WITH(&l, ":3: Tolerance: unknown key (did you mean tolerance?)");
 	load_done(&l);
+}
+END_TEST
+
+/* A typo names the key it was probably meant to be: a letter missing,
+ * extra, wrong or swapped with its neighbour; nothing when no key is
+ * close.  Only a key name from the table is ever added. */
+START_TEST(did_you_mean)
+{
+	static const struct { const char *line, *want; } cases[] = {
+		{ "databse = /srv/a.db",
+		  ":3: databse: unknown key (did you mean database?)" },
+		{ "tolerence = 5",
+		  ":3: tolerence: unknown key (did you mean tolerance?)" },
+		{ "secrets = " OTHER_SECRET,
+		  ":3: secrets: unknown key (did you mean secret?)" },
+		{ "hnadler = /bin/true",
+		  ":3: hnadler: unknown key (did you mean handler?)" },
+		{ "retry_bsae = 5",
+		  ":3: retry_bsae: unknown key (did you mean retry_base?)" },
+		{ "max-body = 5", ":3: (a line that is not key = value): "
+		  "unknown key (did you mean max_body?)" },
+		/* far from every key */
+		{ "colour = blue", ":3: colour: unknown key" },
+		{ "nope = 1", ":3: nope: unknown key" },
+		{ "foo = 1", ":3: foo: unknown key" },	/* 2 from "log": too short */
+		{ "api = 1", ":3: api: unknown key" },
+	};
+	char text[512];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		snprintf(text, sizeof text, MINIMAL "%s\n", cases[i].line);
+		load(text, &l);
+		FAILED_WITH(&l, cases[i].want);
+		ck_assert_msg(!shows_secret(err_text(&l), OTHER_SECRET + 6), "%s",
+		    err_text(&l));
+		load_done(&l);
+	}
 }
 END_TEST
 
@@ -286,7 +324,7 @@ START_TEST(broken_config_keeps_its_log)
 	    "secret = " KAT_SECRET "\n"
 	    "databse = /srv/typo.db\n"
 	    "log = hook.log\n", &l);
-	FAILED_WITH(&l, ":3: databse: unknown key");
+	FAILED_WITH(&l, ":3: databse: unknown key (did you mean database?)");
 	ck_assert_ptr_nonnull(l.c.log);
 	slash = strrchr(l.c.log, '/');
 	ck_assert_ptr_nonnull(slash);
@@ -707,6 +745,7 @@ config_suite(void)
 
 	tc = tcase_create("errors");
 	tcase_add_test(tc, unknown_key);
+	tcase_add_test(tc, did_you_mean);
 	tcase_add_test(tc, broken_config_keeps_its_log);
 	tcase_add_test(tc, retention_floor);
 	tcase_add_test(tc, bad_secret_never_shown);
