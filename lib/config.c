@@ -137,20 +137,29 @@ struct parse {
 /*
  * Could `s` be printed as the key of a refused line?  Only when it looks
  * like a key name, so that a pasted secret is never echoed: splitting at
- * the first '=' makes "whsec_…=" (base64 padding) a "key".
+ * the first '=' makes "whsec_…=" (base64 padding) or a bare padded token
+ * a "key".  Key names are short words: letters, digits and '_', no
+ * whsec_ or whpk_ anywhere (a key typed against a pasted secret), at most
+ * 2 digits and no lower-to-upper case change (a random token has both).
  */
 static int
 key_like(const char *s)
 {
-	size_t n = strlen(s), i;
+	size_t n = strlen(s), i, digits = 0;
 
-	if (n == 0 || n > 32 || strncmp(s, "whsec_", 6) == 0 ||
-	    strncmp(s, "whpk_", 5) == 0)
+	if (n == 0 || n > 32 || strstr(s, "whsec_") != NULL ||
+	    strstr(s, "whpk_") != NULL)
 		return 0;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (!isalnum(ch) && ch != '_')
 			return 0;
-	return 1;
+		if (i > 0 && isupper(ch) && islower((unsigned char)s[i - 1]))
+			return 0;
+		digits += isdigit(ch) != 0;
+	}
+	return digits <= 2;
 }
 
 /*

@@ -518,6 +518,41 @@ START_TEST(secret_never_quoted_as_a_key)
 }
 END_TEST
 
+/* A token pasted without its prefix does not look like a key name either
+ * (mixed case, digits), so it is not quoted; a word is, in any case. */
+START_TEST(pasted_token_never_quoted)
+{
+	static const struct { const char *line, *token; } pasted[] = {
+		{ "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw==", "MfKQ9r8GKYqrTwjU" },
+		{ "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw = 1", "MfKQ9r8GKYqrTwjU" },
+		{ "MfKQ9r8GKYqr: x", "MfKQ9r8GKYqr" },
+		{ "0123456789abcdef0123456789abcdef=", "0123456789abcdef" },
+		{ "whsec_shortsecret=", "shortsecret" },
+	};
+	static const char *const words[] = { "TOLERANCE", "Max_body", "retry2" };
+	char text[512], want[128];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(pasted); i++) {
+		snprintf(text, sizeof text, MINIMAL "%s\n", pasted[i].line);
+		load(text, &l);
+		ck_assert_int_eq(l.rc, -1);
+		ck_assert_msg(contains(err_text(&l),
+		    ":3: (a line that is not key = value): "), "%s", err_text(&l));
+		ck_assert_msg(!shows_secret(err_text(&l), pasted[i].token), "%s",
+		    err_text(&l));
+		load_done(&l);
+	}
+	for (size_t i = 0; i < NELEM(words); i++) {
+		snprintf(text, sizeof text, MINIMAL "%s = 5\n", words[i]);
+		snprintf(want, sizeof want, ":3: %s: unknown key", words[i]);
+		load(text, &l);
+		ck_assert_msg(contains(err_text(&l), want), "%s", err_text(&l));
+		load_done(&l);
+	}
+}
+END_TEST
+
 START_TEST(inline_comment_and_repeated_keys)
 {
 	struct load l;
@@ -758,6 +793,7 @@ config_suite(void)
 	tcase_add_test(tc, unreadable);
 	tcase_add_test(tc, error_buffer_reused);
 	tcase_add_test(tc, secret_never_quoted_as_a_key);
+	tcase_add_test(tc, pasted_token_never_quoted);
 	tcase_add_test(tc, inline_comment_and_repeated_keys);
 	suite_add_tcase(s, tc);
 	return s;
