@@ -76,7 +76,8 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' \
-	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' -o $@ $< $(B)/libwebhook.a \
+	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' \
+	    -DCONF_EXAMPLE='"$(abspath conf/webhook.conf.example)"' -o $@ $< $(B)/libwebhook.a \
 	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
 
 # The Standard Webhooks vectors live in the tree (a copy of the project's

@@ -6,6 +6,7 @@
  * which main removes, with anything a crashed test left, at the end.
  */
 #include <ftw.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,130 @@ START_TEST(every_key)
 	ck_assert_int_eq(l.c.busy_timeout_ms, 2000);
 	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_NORMAL);
 	ck_assert_str_eq(l.c.log, "/var/log/webhook.log");
+	load_done(&l);
+}
+END_TEST
+
+/* Every key of DESIGN.md and the example config, in the order of the
+ * table in lib/config.c. */
+static const char *const all_keys[] = {
+	"database", "secret", "tolerance", "max_body", "handler",
+	"handler_timeout", "max_attempts", "retention", "settle", "retry_base",
+	"retry_max", "busy_timeout", "body_timeout", "synchronous", "log",
+	"api_url", "api_token_file", "api_ca_file", "api_timeout",
+	"api_resource", "refetch",
+};
+
+/* The example config, every key's line (set or commented out) in
+ * effect, its placeholder secret replaced: every key is in the example,
+ * and every line of it loads as written. */
+START_TEST(every_key_of_the_example)
+{
+	FILE *f = fopen(CONF_EXAMPLE, "r");
+	char line[1024], key[64];
+	struct buf text;
+	struct load l;
+	int found[NELEM(all_keys)] = { 0 };
+
+	ck_assert_msg(f != NULL, "%s", CONF_EXAMPLE);
+	buf_init(&text, CONFIG_FILE_MAX);
+	while (fgets(line, sizeof line, f) != NULL) {
+		const char *kv = line[0] == '#' ? line + 1 : line;
+		size_t n = strspn(kv, "abcdefghijklmnopqrstuvwxyz_");
+
+		if (n == 0 || n >= sizeof key || strncmp(kv + n, " = ", 3) != 0)
+			continue;
+		memcpy(key, kv, n);
+		key[n] = '\0';
+		for (size_t i = 0; i < NELEM(all_keys); i++)
+			if (strcmp(key, all_keys[i]) == 0)
+				found[i]++;
+		if (strcmp(key, "secret") == 0)
+			kv = "secret = " KAT_SECRET "\n";
+		ck_assert_int_eq(buf_printf(&text, "%s", kv), 0);
+	}
+	fclose(f);
+	for (size_t i = 0; i < NELEM(all_keys); i++)
+		ck_assert_msg(found[i] == 1, "%s: %d lines in the example",
+		    all_keys[i], found[i]);
+	load(text.data, &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.handler, "/usr/bin/php /home/you/webhook/handler.php");
+	ck_assert_int_eq(l.c.busy_timeout_ms, 5000);
+	ck_assert_int_eq(l.c.body_timeout_s, 10);
+	ck_assert_int_eq(l.c.retention_s, 7 * 86400);
+	ck_assert_str_eq(l.c.api_url, "https://api.example.com/public/v1");
+	ck_assert_uint_eq(l.c.nresources, 1);
+	ck_assert_uint_eq(l.c.nrefetch, 2);
+	load_done(&l);
+	buf_free(&text);
+}
+END_TEST
+
+/* Every key with a value other than its default, in one file: each lands
+ * in its own field, in the unit its name says. */
+START_TEST(every_key_in_the_table)
+{
+	struct load l;
+
+	load("database = /srv/inbox.db\n"
+	    "secret = " KAT_SECRET "\n"
+	    "tolerance = 10m\n"
+	    "max_body = 2048\n"
+	    "handler = /bin/h\n"
+	    "handler_timeout = 2m\n"
+	    "max_attempts = 3\n"
+	    "retention = 4d\n"
+	    "settle = 5s\n"
+	    "retry_base = 1m\n"
+	    "retry_max = 2h\n"
+	    "busy_timeout = 3s\n"
+	    "body_timeout = 20s\n"
+	    "synchronous = normal\n"
+	    "log = /var/log/w.log\n"
+	    "api_url = http://127.0.0.1:8080/v1\n"
+	    "api_token_file = /etc/w/token\n"
+	    "api_ca_file = /etc/w/ca.pem\n"
+	    "api_timeout = 30\n"
+	    "api_resource = person people\n"
+	    "refetch = payment.*  invoice\n", &l);
+	LOADED(&l);
+	ck_assert_str_eq(l.c.database, "/srv/inbox.db");
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	ck_assert_int_eq(l.c.tolerance_s, 600);
+	ck_assert_int_eq(l.c.max_body_bytes, 2048);
+	ck_assert_str_eq(l.c.handler, "/bin/h");
+	ck_assert_int_eq(l.c.handler_timeout_s, 120);
+	ck_assert_int_eq(l.c.max_attempts, 3);
+	ck_assert_int_eq(l.c.retention_s, 4 * 86400);
+	ck_assert_int_eq(l.c.settle_s, 5);
+	ck_assert_int_eq(l.c.retry_base_s, 60);
+	ck_assert_int_eq(l.c.retry_max_s, 7200);
+	ck_assert_int_eq(l.c.busy_timeout_ms, 3000);
+	ck_assert_int_eq(l.c.body_timeout_s, 20);
+	ck_assert_int_eq(l.c.synchronous, CONFIG_SYNC_NORMAL);
+	ck_assert_str_eq(l.c.log, "/var/log/w.log");
+	ck_assert_str_eq(l.c.api_url, "http://127.0.0.1:8080/v1");
+	ck_assert_str_eq(l.c.api_token_file, "/etc/w/token");
+	ck_assert_str_eq(l.c.api_ca_file, "/etc/w/ca.pem");
+	ck_assert_int_eq(l.c.api_timeout_s, 30);
+	ck_assert_uint_eq(l.c.nresources, 1);
+	ck_assert_str_eq(l.c.resources[0].object_type, "person");
+	ck_assert_str_eq(l.c.resources[0].path, "people");
+	ck_assert_uint_eq(l.c.nrefetch, 2);
+	ck_assert_str_eq(l.c.refetch[0], "payment.*");
+	ck_assert_str_eq(l.c.refetch[1], "invoice");
+	load_done(&l);
+
+	/* and the defaults of those MINIMAL leaves out */
+	load(MINIMAL, &l);
+	LOADED(&l);
+	ck_assert_int_eq(l.c.retry_base_s, 30);
+	ck_assert_int_eq(l.c.retry_max_s, 6 * 3600);
+	ck_assert_int_eq(l.c.body_timeout_s, 10);
+	ck_assert_int_eq(l.c.api_timeout_s, 10);
+	ck_assert_ptr_null(l.c.api_url);
+	ck_assert_uint_eq(l.c.nresources + l.c.nrefetch, 0);
 	load_done(&l);
 }
 END_TEST
@@ -723,6 +848,165 @@ START_TEST(value_bounds)
 }
 END_TEST
 
+/* Each number's range, as the table in lib/config.c has it: min and max
+ * load (stored in the field's unit), min-1 and max+1 are refused with a
+ * message naming the range. */
+START_TEST(ranges_from_the_table)
+{
+	static const struct {
+		const char *key, *below, *min, *max, *above;
+		size_t field;		/* an int64_t of struct config */
+		int64_t min_v, max_v;	/* min and max as stored */
+		const char *what;	/* the message after "key: " */
+	} r[] = {
+		{ "tolerance", "0", "1", "1d", "86401",
+		  offsetof(struct config, tolerance_s), 1, 86400,
+		  "not a duration between 1s and 1d" },
+		{ "handler_timeout", "0s", "1s", "24h", "1441m",
+		  offsetof(struct config, handler_timeout_s), 1, 86400,
+		  "not a duration between 1s and 1d" },
+		{ "settle", "-1", "0", "60m", "3601",
+		  offsetof(struct config, settle_s), 0, 3600,
+		  "not a duration between 0s and 1h" },
+		{ "retry_base", "0", "1", "86400", "86401s",
+		  offsetof(struct config, retry_base_s), 1, 86400,
+		  "not a duration between 1s and 1d" },
+		{ "retry_max", "0", "1", "7d", "604801",
+		  offsetof(struct config, retry_max_s), 1, 7 * 86400,
+		  "not a duration between 1s and 7d" },
+		{ "busy_timeout", "0", "1", "10s", "11",
+		  offsetof(struct config, busy_timeout_ms), 1000, 10000,
+		  "not a duration between 1s and 10s" },
+		{ "body_timeout", "0", "1", "1m", "61",
+		  offsetof(struct config, body_timeout_s), 1, 60,
+		  "not a duration between 1s and 1m" },
+		{ "api_timeout", "0", "1", "5m", "301",
+		  offsetof(struct config, api_timeout_s), 1, 300,
+		  "not a duration between 1s and 5m" },
+		{ "max_body", "0", "1", "67108864", "67108865",
+		  offsetof(struct config, max_body_bytes), 1, 67108864,
+		  "not a byte count between 1 and 67108864" },
+		{ "max_attempts", "0", "1", "1000", "1001",
+		  offsetof(struct config, max_attempts), 1, 1000,
+		  "not a whole number between 1 and 1000" },
+		{ "retention", "259199", "3d", "3650d", "3651d",
+		  offsetof(struct config, retention_s), 3 * 86400, 3650 * 86400LL,
+		  "not a duration between 3d and 3650d" },
+	};
+	char text[512], want[256];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(r); i++) {
+		const char *ok[] = { r[i].min, r[i].max };
+		const char *bad[] = { r[i].below, r[i].above };
+		int64_t ok_v[] = { r[i].min_v, r[i].max_v };
+
+		for (size_t j = 0; j < 2; j++) {
+			snprintf(text, sizeof text, MINIMAL "%s = %s\n", r[i].key,
+			    ok[j]);
+			load(text, &l);
+			LOADED(&l);
+			ck_assert_msg(*(int64_t *)(void *)((char *)&l.c +
+			    r[i].field) == ok_v[j], "%s = %s", r[i].key, ok[j]);
+			load_done(&l);
+
+			snprintf(text, sizeof text, MINIMAL "%s = %s\n", r[i].key,
+			    bad[j]);
+			/* retention below its floor says why, not the range */
+			if (j == 0 && strcmp(r[i].key, "retention") == 0)
+				snprintf(want, sizeof want, ":3: retention: below 3d, "
+				    "the provider's retry period: a late retry would "
+				    "be taken as new");
+			else
+				snprintf(want, sizeof want, ":3: %s: %s", r[i].key,
+				    r[i].what);
+			load(text, &l);
+			FAILED_WITH(&l, want);
+			load_done(&l);
+		}
+	}
+}
+END_TEST
+
+/* A single-valued key given twice is refused on its second line, also
+ * with the same value; the three lists take any number of lines. */
+START_TEST(given_twice)
+{
+	static const struct { const char *key, *value; } once[] = {
+		{ "database", "/srv/a.db" }, { "tolerance", "5m" },
+		{ "max_body", "1024" }, { "handler", "/bin/h" },
+		{ "handler_timeout", "1m" }, { "max_attempts", "3" },
+		{ "retention", "7d" }, { "settle", "2s" }, { "retry_base", "30s" },
+		{ "retry_max", "6h" }, { "busy_timeout", "5s" },
+		{ "body_timeout", "10s" }, { "synchronous", "FULL" },
+		{ "log", "w.log" }, { "api_url", "https://a.example/v1" },
+		{ "api_token_file", "token" }, { "api_ca_file", "ca.pem" },
+		{ "api_timeout", "10" },
+	};
+	char text[512], want[64];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(once); i++) {
+		int db = strcmp(once[i].key, "database") == 0;
+
+		snprintf(text, sizeof text, "secret = " KAT_SECRET "\n%s"
+		    "%s = %s\n%s = %s\n", db ? "" : "database = /srv/a.db\n",
+		    once[i].key, once[i].value, once[i].key, once[i].value);
+		snprintf(want, sizeof want, ":%d: %s: given twice", db ? 3 : 4,
+		    once[i].key);
+		load(text, &l);
+		FAILED_WITH(&l, want);
+		load_done(&l);
+	}
+	load(MINIMAL "secret = " OTHER_SECRET "\n"
+	    "api_resource = person people\napi_resource = child children\n"
+	    "refetch = a\nrefetch = b c\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 2);
+	ck_assert_uint_eq(l.c.nresources, 2);
+	ck_assert_uint_eq(l.c.nrefetch, 3);
+	load_done(&l);
+}
+END_TEST
+
+/* Whatever line a secret is pasted into, after any key or none, set or
+ * refused: no error ever shows any 8 bytes of it. */
+START_TEST(no_secret_in_any_error)
+{
+	static const char *const secrets[] = {
+		"whsec_Q9+kKL9l6/aeWWBWkMnHsTZSFPyyd6698JXacBA2Dv0=",
+		"whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4=",
+		"whsec_AAAABBBBCCCCDDDD",	/* short, and a word to key_like */
+	};
+	/* line = before KEY between SECRET after */
+	static const struct { const char *before, *between, *after; } shapes[] = {
+		{ "", " = ", "" }, { "", " ", "" }, { "", ": ", "" },
+		{ "", " = x ", "" }, { "", " = ", " x" }, { "", "=", "=" },
+		{ "", "", "" }, { "", "", " = 1" }, { "[", "", "]" },
+		{ "", " = ", "\r" }, { "\xEF\xBB\xBF", " = ", "" },
+	};
+	char text[512];
+	struct load l;
+
+	for (size_t s = 0; s < NELEM(secrets); s++) {
+		const char *body = strchr(secrets[s], '_') + 1;
+
+		for (size_t k = 0; k <= NELEM(all_keys); k++)
+			for (size_t f = 0; f < NELEM(shapes); f++) {
+				snprintf(text, sizeof text, MINIMAL "%s%s%s%s%s\n",
+				    shapes[f].before,
+				    k < NELEM(all_keys) ? all_keys[k] : "",
+				    shapes[f].between, secrets[s], shapes[f].after);
+				load(text, &l);
+				ck_assert_msg(!shows_secret(err_text(&l), body) &&
+				    !shows_secret(err_text(&l), secrets[s]), "%s: %s",
+				    text, err_text(&l));
+				load_done(&l);
+			}
+	}
+}
+END_TEST
+
 START_TEST(unreadable)
 {
 	struct config c;
@@ -776,6 +1060,9 @@ config_suite(void)
 	tcase_add_test(tc, relative_paths);
 	tcase_add_test(tc, handler_kept_exactly);
 	tcase_add_test(tc, value_bounds);
+	tcase_add_test(tc, every_key_of_the_example);
+	tcase_add_test(tc, every_key_in_the_table);
+	tcase_add_test(tc, ranges_from_the_table);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
@@ -795,6 +1082,8 @@ config_suite(void)
 	tcase_add_test(tc, secret_never_quoted_as_a_key);
 	tcase_add_test(tc, pasted_token_never_quoted);
 	tcase_add_test(tc, inline_comment_and_repeated_keys);
+	tcase_add_test(tc, given_twice);
+	tcase_add_test(tc, no_secret_in_any_error);
 	suite_add_tcase(s, tc);
 	return s;
 }
