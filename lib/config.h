@@ -16,8 +16,8 @@
 #include "signature.h"
 #include "util.h"
 
-/* Largest config file, bytes: a config is a few hundred bytes; the cap
- * also bounds the longest line, so no line is ever split. */
+/* Largest config file, bytes: a config is a few hundred bytes, and it is
+ * read into memory whole (lines of any length within it). */
 #define CONFIG_FILE_MAX	(64 * 1024)
 /* Shortest retention: the provider retries for up to 3 days. */
 #define CONFIG_RETENTION_MIN	(3 * 86400)

@@ -93,6 +93,7 @@ char	*util_escape(const char *s, size_t len, char *out, size_t outsz);
  * (optimal string alignment), for "did you mean" suggestions.  Strings
  * longer than UTIL_DISTANCE_MAX bytes are not compared: returns INT_MAX.
  */
+/* Longer than any config key name; the table stays small on the stack. */
 #define UTIL_DISTANCE_MAX	32
 int	util_distance(const char *a, const char *b);
 
