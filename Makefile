@@ -8,10 +8,10 @@
 PREFIX	?= /usr/local
 DESTDIR	?=
 CC	?= cc
-PKGS	 = libfcgi sqlite3 libsodium libcjson
+PKGS	 = libfcgi sqlite3 libsodium libcjson inih
 # libfcgi ships no .pc file on Debian 12; it is -lfcgi.
-PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson 2>/dev/null) -lfcgi -lpthread
+PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi -lpthread
 CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -147,7 +147,7 @@ install: all
 # `make static`: build-static/webhook.fcgi, one fully static executable
 # (`ldd`: "not a dynamic executable") for hosts whose glibc, SQLite or
 # libsodium are too old or missing (CentOS 7's SQLite has no UPSERT).
-# libfcgi, SQLite and libsodium come from Debian's -dev packages
+# libfcgi, SQLite, libsodium and inih come from Debian's -dev packages
 # (their .a files); Debian ships no static cJSON, so its source package is
 # fetched at build time (`apt-get source cjson`, from the deb-src entry that
 # scripts/install-deps adds) and cJSON.c compiled here.  Nothing third-party
@@ -157,7 +157,7 @@ install: all
 # neither runs, so no NSS module or shared library is ever needed.
 SB	 = build-static
 SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o
-SB_LIBS	 = -lfcgi -lsqlite3 -lsodium -lm -lpthread
+SB_LIBS	 = -lfcgi -lsqlite3 -lsodium -linih -lm -lpthread
 
 static: $(SB)/webhook.fcgi
 
