@@ -4,8 +4,8 @@
  * One table, keys[], says everything about every key: its kind (how the
  * value is read), whether it may be repeated or is required, its default
  * and range in the unit stored, and which field of struct config it fills.
- * One loop reads the file line by line and hands each value to its row;
- * every message that names a range builds it from the row.
+ * inih reads the file line by line and one handler hands each value to
+ * its row; every message that names a range builds it from the row.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ini.h>
 #include <sodium.h>
 
 #include "config.h"
@@ -131,6 +132,7 @@ struct parse {
 	struct buf	*err;		/* the first error, once failed */
 	int		 line;		/* the line being read, from 1 */
 	int		 failed;
+	int		 fail_line;	/* the line of the first error */
 	unsigned char	 seen[NKEYS];	/* 1: the key was given */
 };
 
@@ -176,6 +178,7 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 	if (p->failed)
 		return -1;
 	p->failed = 1;
+	p->fail_line = p->line;
 	va_start(ap, fmt);
 	(void)vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
@@ -396,59 +399,63 @@ set_key(struct parse *p, const char *name, const char *v)
 	return setters[k->kind](p, k, v);
 }
 
-/* s without the blanks around it (cut in place). */
-static char *
-trim(char *s)
-{
-	char *e = s + strlen(s);
+/*
+ * inih reads the lines (DESIGN.md: `key = value`, whole-line `#`/`;`
+ * comments, blanks around keys and values dropped, a UTF-8 BOM skipped);
+ * it reads them through read_line, which counts them, so that each error
+ * names its own line, and refuses a section line as it passes (inih
+ * reports one only when a key follows it).
+ */
+struct reader {
+	struct parse	*p;
+	const char	*next;	/* the rest of the text */
+};
 
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	while (isspace((unsigned char)*s))
-		s++;
-	return s;
+static char *
+read_line(char *str, int num, void *stream)
+{
+	struct reader *r = stream;
+	size_t len, n;
+	const char *s;
+
+	if (*r->next == '\0')
+		return NULL;
+	len = strcspn(r->next, "\n");
+	n = len + (r->next[len] == '\n');
+	/* ini_max_line is above CONFIG_FILE_MAX: a line always fits. */
+	if (n > (size_t)num - 1)
+		n = (size_t)num - 1;
+	memcpy(str, r->next, n);
+	str[n] = '\0';
+	r->next += n;
+	r->p->line++;
+	for (s = str; *s == ' ' || *s == '\t'; s++)
+		;
+	if (*s == '[')
+		(void)fail(r->p, NULL, "sections are not used in this file");
+	return str;
 }
 
-/*
- * The one loop: every line of `text` (modified in place), also after an
- * error.  The reading is inih's, which this file was read with before, so
- * every file reads the same: a UTF-8 BOM skipped, blanks around keys and
- * values dropped, `#`/`;` comment lines, the key ending at the first '='
- * or ':'; a section line is refused.
- */
-static void
-parse_text(struct parse *p, char *text)
+/* inih's handler: one `name = value`.  1 to go on, 0 for an error (every
+ * line is read also after one: only the first is reported). */
+static int
+on_pair(void *user, const char *section, const char *name, const char *value)
 {
-	char *s, *next, *end;
+	struct parse *p = user;
 
-	for (s = text, p->line = 1; s != NULL; s = next, p->line++) {
-		if ((next = strchr(s, '\n')) != NULL)
-			*next++ = '\0';
-		if (p->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
-			s += 3;
-		s = trim(s);
-		if (*s == '\0' || *s == '#' || *s == ';')
-			continue;
-		if (*s == '[') {
-			(void)fail(p, NULL, "sections are not used in this file");
-			continue;
-		}
-		end = s + strcspn(s, "=:");
-		if (*end == '\0') {
-			(void)fail(p, NULL, "not a key = value line");
-			continue;
-		}
-		*end = '\0';
-		(void)set_key(p, trim(s), trim(end + 1));
-	}
+	if (section[0] != '\0')	/* its section line was refused */
+		return 0;
+	return set_key(p, name, value != NULL ? value : "") == 0;
 }
 
 int
 config_load(const char *path, struct config *c, struct buf *err)
 {
 	struct parse p;
+	struct reader rd;
 	const struct key *k;
 	char *text = NULL, *log;
+	int line;
 	size_t len = 0;
 	int rc = -1;
 
@@ -478,7 +485,30 @@ config_load(const char *path, struct config *c, struct buf *err)
 			    "contains a NUL byte" : strerror(errno));
 		goto out;
 	}
-	parse_text(&p, text);
+	/* Debian's inih takes its options at run time: exact values (no
+	 * inline comments, no continuation lines), a line buffer as large as
+	 * the largest file, every line read after an error. */
+	ini_allow_multiline = 0;
+	ini_allow_inline_comments = 0;
+	ini_use_stack = 0;
+	ini_allow_realloc = 1;
+	ini_max_line = CONFIG_FILE_MAX + 3;
+	ini_initial_alloc = 256;
+	ini_stop_on_first_error = 0;
+	rd.p = &p;
+	rd.next = text;
+	line = ini_parse_stream(read_line, &rd, on_pair, &p);
+	if (line == -2) {
+		(void)buf_printf(err, "%s: out of memory", path);
+		goto out;
+	}
+	/* A line that is not key = value (inih's own error, with no call of
+	 * on_pair) before any error of ours is the first error. */
+	if (line > 0 && (!p.failed || line < p.fail_line)) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s:%d: not a key = value line", path, line);
+		goto out;
+	}
 	if (p.failed)
 		goto out;
 	for (k = keys; k < keys + NKEYS; k++)
