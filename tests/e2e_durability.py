@@ -48,6 +48,67 @@ def parse_trace(path):
     return calls
 
 
+# strace -e trace=clone,clone3: "TID TIME clone3({flags=…|CLONE_THREAD|…, …}
+# => {parent_tid=[NEW]}, 88) = NEW <0.000081>", split like any other call.
+CLONE = re.compile(r"^(\d+)\s+\d+\.\d+\s+(clone3?|v?fork)\((.*)$")
+RETURNED = re.compile(r"\)\s+=\s+(\d+)(?:\s+<\d+\.\d+>)?\s*$")
+
+
+def parse_clones(path):
+    """(parent tid, new tid, CLONE_THREAD?) of every clone, clone3, fork or
+    vfork the trace saw succeed, joining the halves strace splits."""
+    out, open_calls = [], {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = CLONE.match(line)
+            if m:
+                tid, text = int(m.group(1)), m.group(3)
+                if text.rstrip().endswith("<unfinished ...>"):
+                    open_calls[tid] = text
+                    continue
+            else:
+                m = RESUMED.match(line)
+                if (not m or m.group(3) not in ("clone", "clone3", "fork", "vfork")
+                        or int(m.group(1)) not in open_calls):
+                    continue
+                tid = int(m.group(1))
+                text = open_calls.pop(tid) + m.group(4)
+            r = RETURNED.search(text)
+            if r:
+                out.append((tid, int(r.group(1)), "CLONE_THREAD" in text))
+    return out
+
+
+def list_threads(pids, tgid_of):
+    """Add every thread the processes `pids` have now to tgid_of (thread
+    id -> process id)."""
+    for p in pids:
+        try:
+            for t in os.listdir("/proc/%d/task" % p):
+                tgid_of[int(t)] = p
+        except FileNotFoundError:
+            pass
+
+
+def add_clones(tgid_of, clones):
+    """The threads (and processes) created while traced: a thread belongs to
+    its creator's process, a process to itself.  A creator may itself be
+    one of them, created earlier or later in the file."""
+    changed = True
+    while changed:
+        changed = False
+        for parent, child, thread in clones:
+            if child in tgid_of:
+                continue
+            if not thread:
+                tgid_of[child] = child
+            elif parent in tgid_of:
+                tgid_of[child] = tgid_of[parent]
+            else:
+                continue
+            changed = True
+
+
 def check_acks(test, calls, tgid_of, ids, duplicates):
     """Issue 5's rule, per request, with the request found by its
     webhook-id: the thread that read "HTTP_WEBHOOK_ID<id>" answers 200
@@ -106,7 +167,9 @@ class TestDurability(unittest.TestCase):
         self.sb = Sandbox()
         write_conf(self.sb.conf, database=self.sb.db, secret=SECRET_A)
         self.srv = Lighttpd(self.sb, procs=self.PROCS, extra_env=self.ENV)
-        # Start every worker and open its inbox before tracing.
+        # Start the workers and open the inbox before tracing.  (lighttpd
+        # gives these one at a time to one worker: the others open theirs,
+        # and start their checkpointer threads, while traced.)
         for i in range(8):
             mid = "warm%d" % i
             self.srv.deliver(SECRET_A, mid, event_body(mid))
@@ -139,24 +202,37 @@ class TestDurability(unittest.TestCase):
     def test_every_200_follows_a_wal_sync_that_began_after_its_writes(self):
         pids = self.srv.workers()
         self.assertEqual(len(pids), self.PROCS)
+        # Which process each traced thread belongs to (strace -f prints
+        # thread ids only).  Threads come and go while traced: a worker
+        # whose inbox the warm-up did not open (lighttpd sends sequential
+        # requests to one worker) starts its committer's checkpointer
+        # thread at its first request, and that thread syncs the WAL when
+        # it takes a checkpoint turn.  So: the threads there before, those
+        # there once strace has attached and at the end, and every thread
+        # created in between, from its clone in the trace.
         tgid_of = {}
-        for p in pids:
-            for t in os.listdir("/proc/%d/task" % p):
-                tgid_of[int(t)] = p
+        list_threads(pids, tgid_of)
         out = os.path.join(self.sb.dir, "strace.out")
         args = ["strace", "-f", "-ttt", "-T", "-y", "-s", "9000", "-o", out, "-e",
-                "trace=read,recvfrom,pwrite64,pwritev,write,writev,fsync,fdatasync,sendmsg"]
+                "trace=read,recvfrom,pwrite64,pwritev,write,writev,fsync,"
+                "fdatasync,sendmsg,clone,clone3,fork,vfork"]
         for p in pids:
             args += ["-p", str(p)]
         tr = subprocess.Popen(args, stderr=subprocess.DEVNULL)
-        time.sleep(1.0)             # attached
+        self.wait_traced(pids, tr)
+        list_threads(pids, tgid_of)
         ids = ["dur%03d" % i for i in range(200)]
         acked = self.send_concurrently(ids)
         time.sleep(0.3)
+        list_threads(pids, tgid_of)
         tr.send_signal(signal.SIGINT)
         tr.wait(10)
         self.assertEqual(len(acked), 200)
         calls = parse_trace(out)
+        add_clones(tgid_of, parse_clones(out))
+        unknown = sorted({c[0] for c in calls} - set(tgid_of))
+        self.assertEqual(unknown, [], "traced threads of no known process: %s"
+                         % [c[:5] for c in calls if c[0] in unknown][:10])
         dups = {mid for n, mid in enumerate(ids) if n % 4 == 0}
         # 200 new + 50 duplicates, every one checked.
         checked, shared = check_acks(self, calls, tgid_of, ids, dups)
@@ -169,6 +245,26 @@ class TestDurability(unittest.TestCase):
         # where a leader commits for other threads too.
         nsync = sum(1 for c in calls if c[3] == "fdatasync" and c[4].endswith("-wal"))
         self.assertLess(nsync, 250, "no request shared a sync: batching untested")
+
+    def wait_traced(self, pids, tr, timeout=30):
+        """Until strace has attached to every thread of `pids` (their
+        TracerPid), instead of sleeping for it."""
+        deadline = time.time() + timeout
+        while True:
+            tracers = set()
+            for p in pids:
+                for t in os.listdir("/proc/%d/task" % p):
+                    try:
+                        with open("/proc/%d/task/%s/status" % (p, t)) as f:
+                            tracers.update(int(l.split()[1]) for l in f
+                                           if l.startswith("TracerPid:"))
+                    except FileNotFoundError:
+                        pass        # a thread that just ended
+            if tracers == {tr.pid}:
+                return
+            self.assertIsNone(tr.poll(), "strace exited")
+            self.assertLess(time.time(), deadline, "strace did not attach")
+            time.sleep(0.05)
 
     def check_writers(self, writers):
         self.assertGreaterEqual(len(writers), 2,
