@@ -23,7 +23,8 @@ The API side (tests/PROVIDER-API.md is the contract):
   ApiServer   GET of a resource by id, the list with updated_after and
               pagination, the events of the last 30 days, a bearer token,
               and the test-only fault injection (/_sim/faults,
-              /_sim/requests).
+              /_sim/requests; a `hold` fault keeps a request waiting until
+              the test releases it: /_sim/held, /_sim/release).
 
 Standard library only.  Everything listens on 127.0.0.1.
 
@@ -751,6 +752,10 @@ class ApiServer:
         self.lock = threading.Lock()
         self.faults = []        # [{"re": compiled, "left": int|None, ...}]
         self.requests = []
+        # Requests held by a `hold` fault: how many ever were, how many
+        # wait now; release() lets every one waiting go (hold_gen moves).
+        self.hold_cv = threading.Condition()
+        self.held = self.holding = self.hold_gen = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -765,6 +770,7 @@ class ApiServer:
         return self
 
     def stop(self):
+        self.release()          # no handler thread left waiting
         self.httpd.shutdown()
         self.httpd.server_close()
         if self.thread:
@@ -775,9 +781,13 @@ class ApiServer:
         for f in faults:
             if not isinstance(f, dict) or not isinstance(f.get("path"), str):
                 raise _BadRequest("each fault needs a path")
+            after = f.get("after", 0)
+            if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+                raise _BadRequest("after: not a count")
             c = dict(f)
             c["re"] = re.compile(f["path"])
             c["left"] = f.get("times")
+            c["seen"] = 0
             compiled.append(c)
         with self.lock:
             self.faults = compiled
@@ -786,10 +796,39 @@ class ApiServer:
         with self.lock:
             for f in self.faults:
                 if f["re"].search(path) and (f["left"] is None or f["left"] > 0):
+                    f["seen"] += 1
+                    if f["seen"] <= f.get("after", 0):
+                        continue        # let through, to the faults after it
                     if f["left"] is not None:
                         f["left"] -= 1
                     return f
         return None
+
+    def _hold(self):
+        """A request in a `hold` fault: wait until release()."""
+        with self.hold_cv:
+            gen = self.hold_gen
+            self.held += 1
+            self.holding += 1
+            self.hold_cv.notify_all()
+            while self.hold_gen == gen:
+                self.hold_cv.wait()
+            self.holding -= 1
+            self.hold_cv.notify_all()
+
+    def wait_held(self, n=1, timeout=30):
+        """Until at least n requests have been held (since start); False
+        when timeout seconds pass first.  An event to wait for, where a
+        test would otherwise sleep and hope the client got that far."""
+        with self.hold_cv:
+            return self.hold_cv.wait_for(lambda: self.held >= n, timeout)
+
+    def release(self):
+        """Let every held request go on (its fault's answer, or the normal
+        one; the client may be gone by then)."""
+        with self.hold_cv:
+            self.hold_gen += 1
+            self.hold_cv.notify_all()
 
     def _handler_class(self):
         api = self
@@ -872,6 +911,13 @@ class ApiServer:
                     with api.lock:
                         out = list(api.requests)
                     self._send(200, out)
+                elif path == "/_sim/held" and method == "GET":
+                    with api.hold_cv:
+                        out = {"held": api.held, "waiting": api.holding}
+                    self._send(200, out)
+                elif path == "/_sim/release" and method == "POST":
+                    api.release()
+                    self._send(200, {"ok": True})
                 elif path == "/_sim/requests" and method == "DELETE":
                     with api.lock:
                         api.requests.clear()
@@ -899,6 +945,8 @@ class ApiServer:
         """Serve one /public request; returns the status sent."""
         fault = self._take_fault(path)
         if fault:
+            if fault.get("hold"):
+                self._hold()
             if fault.get("hang"):
                 time.sleep(float(fault["hang"]))
             if fault.get("status"):
