@@ -231,32 +231,41 @@ class TestSync(ApiBase):
 
     def test_sync_killed_mid_page_resumes_without_gap_or_duplicate(self):
         self.make_objects(350)
-        # Page 3 hangs: the sync is killed while waiting for it.
-        self.api.set_faults([{"path": "/public/v1/clients$", "hang": 30, "times": 1}])
+        # Pages of 100.  The third page's request is held until released:
+        # the sync is killed while it waits for that page, once the
+        # simulator has it, with pages 1 and 2 stored (each with its
+        # cursor, in one transaction, before the next page is asked for).
+        self.api.set_faults([{"path": "^/public/v1/clients$", "after": 2,
+                              "hold": True, "times": 1}])
         self.conf(api_timeout="60s")
         env = dict(os.environ, RECORD=self.record, **self.sb.env())
-        # Let two pages through first.
-        self.api.set_faults([])
         d = subprocess.Popen([DRAIN, "-c", self.sb.conf, "sync", "clients"], env=env)
-        time.sleep(0.05)
-        self.api.set_faults([{"path": "/public/v1/clients$", "hang": 30}])
-        time.sleep(1.5)
-        d.send_signal(signal.SIGKILL)
-        d.wait()
-        before = len(self.synced())
-        self.assertGreater(before, 0)
-        self.assertLess(before, 350)
+        try:
+            self.assertTrue(self.api.wait_held(1, timeout=60),
+                            "the sync never asked for its third page")
+        finally:
+            d.send_signal(signal.SIGKILL)
+            d.wait()
+        self.assertEqual(d.returncode, -signal.SIGKILL)
+        self.assertEqual(len(self.synced()), 200)
+        self.assertEqual(self.handed(), [])     # a sync hands out after its last page
         self.api.set_faults([])
+        # Pages 1 and 2; the held request is logged when it is answered
+        # (when the server stops, to nobody).
         served = len(api_requests(self.api))
+        self.assertEqual(served, 2)
         p = self.drain("sync", "clients")
-        # It resumed from the stored page cursor, not from the start.
-        first = api_requests(self.api)[served]
-        self.assertIn("cursor=", first["query"])
         self.assertEqual(p.returncode, 0, p.stderr)
+        # It resumed from the stored page cursor, not from the start: pages
+        # 3 and 4 only.
+        resumed = api_requests(self.api)[served:]
+        self.assertEqual(len(resumed), 2, resumed)
+        self.assertIn("cursor=", resumed[0]["query"])
         ids = [o for o, _ in self.synced()]
         self.assertEqual(len(ids), 350)
         self.assertEqual(len(set(ids)), 350)
         handed = [h["id"] for h in self.handed()]
+        self.assertEqual(len(handed), 350)
         self.assertEqual(len(handed), len(set(handed)))
 
     def test_sync_never_rolls_an_object_back(self):
