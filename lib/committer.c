@@ -28,6 +28,24 @@ struct pending {
 	struct pending			*next;
 };
 
+/*
+ * Test points: where a thread's interleaving with a leader's hand-off
+ * decides what it must do.  Nothing in the product: only
+ * tests/test_committer.c, which compiles this file into itself with
+ * COMMITTER_TEST_POINTS defined, makes them a call (to hold one thread
+ * there while another goes on, deterministically).
+ *   QUEUED     a delivery is queued and the mutex released; its thread has
+ *              not yet looked at its role (a hand-off may land here)
+ *   COMMITTED  a leader committed its batch and has not yet handed on
+ */
+enum test_point { TP_QUEUED, TP_COMMITTED };
+#ifdef COMMITTER_TEST_POINTS
+static void committer_test_point(enum test_point tp, struct pending *me);
+#define TEST_POINT(tp, me)	committer_test_point((tp), (me))
+#else
+#define TEST_POINT(tp, me)	((void)0)
+#endif
+
 /* Each request thread's semaphore, created on its first delivery.  It
  * outlives every delivery of its thread, so a leader may post to it after
  * the waiter has already returned (sem_post touches nothing after waking). */
@@ -231,6 +249,7 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 		me.role = LEAD;
 	}
 	pthread_mutex_unlock(&cm->mu);
+	TEST_POINT(TP_QUEUED, &me);
 	/* Not the leader now: a leader sets our role (DONE, or LEAD when it
 	 * hands us the lead) and then posts our semaphore, exactly once.
 	 * Wait for that post whatever me.role already says: a hand-off can
@@ -270,6 +289,7 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 		pthread_mutex_unlock(&cm->mu);
 
 		(void)commit_batch(cm, batch, n);
+		TEST_POINT(TP_COMMITTED, &me);
 
 		pthread_mutex_lock(&cm->mu);
 		next_leader = cm->head;

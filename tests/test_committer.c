@@ -8,19 +8,24 @@
  * A lead hand-off racing a thread's look at its own role once left a
  * semaphore post behind that later woke that thread as a second leader on
  * the same connection: "cannot start a transaction within a transaction",
- * a corrupt inbox, a crash — about once in 200,000 deliveries.  This test
- * hits that window only by chance; `make tsan` builds it with
+ * a corrupt inbox, a crash — about once in 200,000 deliveries.  The storm
+ * hits that window only by chance (`make tsan` builds it with
  * ThreadSanitizer, which reports the unsynchronised read behind it on
- * every hand-off (tests/run runs that build too).
+ * every hand-off; tests/run runs that build too); handoff_in_the_window
+ * puts a hand-off in it every time, through the committer's test points.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
 
-#include "lib/committer.h"
+/* The committer itself, with its test points on (lib/committer.c): this
+ * program's committer_* are these, not the library's. */
+#define COMMITTER_TEST_POINTS
+#include "lib/committer.c"
 #include "lib/event.h"
 #include "lib/inbox.h"
 #include "lib/util.h"
@@ -146,6 +151,136 @@ storm(enum config_sync sync, const char *name)
 	    sizeof text), "ok");
 }
 
+/*
+ * The hand-off race, made to happen: a thread queues behind a leader and,
+ * before it looks at its role, the leader hands it the lead (role LEAD,
+ * then a post on its semaphore).  It must still wait for that post: a
+ * thread that leads without taking it returns with the post left on its
+ * semaphore, and its next wait as a follower returns at once, with no
+ * role, as a second leader on the writer connection.
+ */
+enum who { ANYONE, FIRST, SECOND };
+static _Thread_local enum who who;
+static sem_t first_committed, second_queued, first_returned;
+static enum role second_role_queued, second_role_looked;
+static int second_led;
+
+static void
+wait_sem(sem_t *s)
+{
+	while (sem_wait(s) == -1)
+		;
+}
+
+/* Called by the committer at its test points, in every thread; acts in the
+ * two threads of handoff_in_the_window only. */
+static void
+committer_test_point(enum test_point tp, struct pending *me)
+{
+	if (who == FIRST && tp == TP_COMMITTED) {
+		/* The first leader committed its batch of one: let the second
+		 * thread queue behind it, then hand it the lead. */
+		sem_post(&first_committed);
+		wait_sem(&second_queued);
+	} else if (who == SECOND && tp == TP_QUEUED) {
+		/* Queued, mutex released, role not looked at yet: the leader
+		 * hands off now, and returns (its post made), before we go on. */
+		second_role_queued = me->role;
+		sem_post(&second_queued);
+		wait_sem(&first_returned);
+		second_role_looked = me->role;
+	} else if (who == SECOND && tp == TP_COMMITTED) {
+		second_led = 1;
+	}
+}
+
+struct racer {
+	struct committer	*cm;
+	enum who		 who;
+	const char		*id;
+	enum inbox_status	 status;
+	int			 posts_left;	/* on the thread's semaphore, after */
+	char			 err[256];
+};
+
+static void *
+racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct event_fields f;
+	struct inbox_delivery d;
+	struct buf err;
+	static const char body[] = "{\"type\":\"test\"}";
+
+	who = r->who;
+	if (who == SECOND)
+		wait_sem(&first_committed);
+	buf_init(&err, 256);
+	memset(&f, 0, sizeof f);
+	memset(&d, 0, sizeof d);
+	d.webhook_id = r->id;
+	d.webhook_timestamp = 1772366400;
+	d.secret_fp = "fp";
+	d.body = body;
+	d.body_len = sizeof body - 1;
+	d.fields = &f;
+	r->status = committer_store(r->cm, &d, &err);
+	snprintf(r->err, sizeof r->err, "%s", err.data != NULL ? err.data : "");
+	if (who == FIRST)
+		sem_post(&first_returned);
+	/* This thread's own semaphore (lib/committer.c, thread_wake). */
+	if (sem_getvalue(&thread_wake, &r->posts_left) == -1)
+		r->posts_left = -1;
+	buf_free(&err);
+	return NULL;
+}
+
+START_TEST(handoff_in_the_window)
+{
+	struct inbox_options o = { 10000, CONFIG_SYNC_FULL, 1, 0 };
+	struct racer first = { NULL, FIRST, "msg_first", INBOX_FAILED, 0, "" };
+	struct racer second = { NULL, SECOND, "msg_second", INBOX_FAILED, 0, "" };
+	struct committer *cm = NULL;
+	pthread_t t1, t2;
+	struct buf err;
+	char path[256], text[64];
+
+	snprintf(path, sizeof path, "%s/handoff.db", dir);
+	buf_init(&err, 256);
+	ck_assert_msg(committer_open(path, &o, &cm, &err) == INBOX_OK, "%s",
+	    err.data);
+	ck_assert_int_eq(sem_init(&first_committed, 0, 0), 0);
+	ck_assert_int_eq(sem_init(&second_queued, 0, 0), 0);
+	ck_assert_int_eq(sem_init(&first_returned, 0, 0), 0);
+	first.cm = second.cm = cm;
+	ck_assert_int_eq(pthread_create(&t1, NULL, racer_main, &first), 0);
+	ck_assert_int_eq(pthread_create(&t2, NULL, racer_main, &second), 0);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	committer_close(cm);
+	buf_free(&err);
+
+	ck_assert_msg(first.status == INBOX_OK, "first: %s", first.err);
+	ck_assert_msg(second.status == INBOX_OK, "second: %s", second.err);
+	/* The interleaving happened as scripted: queued as a follower, handed
+	 * the lead before it looked, and led its own batch. */
+	ck_assert_int_eq(second_role_queued, WAIT);
+	ck_assert_int_eq(second_role_looked, LEAD);
+	ck_assert_int_eq(second_led, 1);
+	/* The hand-off's post was taken: nothing left to wake the thread's
+	 * next wait early. */
+	ck_assert_msg(second.posts_left == 0, "the thread that was handed the "
+	    "lead in the window returned with %d post(s) left on its semaphore: "
+	    "its next wait would return at once, as a second leader",
+	    second.posts_left);
+	ck_assert_int_eq(first.posts_left, 0);
+	ck_assert_int_eq(atoi(query_text(path, "SELECT count(*) FROM events",
+	    text, sizeof text)), 2);
+	ck_assert_str_eq(query_text(path, "PRAGMA integrity_check", text,
+	    sizeof text), "ok");
+}
+END_TEST
+
 START_TEST(storm_full)
 {
 	storm(CONFIG_SYNC_FULL, "full");
@@ -163,11 +298,14 @@ suite(void)
 {
 	Suite *s = suite_create("committer");
 	TCase *tc = tcase_create("storm");
+	TCase *race = tcase_create("race");
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, storm_full);
 	tcase_add_test(tc, storm_normal);
 	suite_add_tcase(s, tc);
+	tcase_add_test(race, handoff_in_the_window);
+	suite_add_tcase(s, race);
 	return s;
 }
 
