@@ -11,7 +11,7 @@ import time
 import unittest
 
 from harness import SECRET_A, DRAIN, Sandbox, Lighttpd, run_drain, write_conf
-from provider_sim import World, ApiServer
+from provider_sim import MS, World, ApiServer, parse_instant
 
 TOKEN = "tok_" + "s3cr3t" * 6
 # Records: id, refetched, gone, truncated, type, base64(stdin)
@@ -107,9 +107,52 @@ class TestRefetch(ApiBase):
         self.assertEqual((got["id"], got["type"], got["createdAt"]),
                          (ev.id, ev.type, ev.created_at))  # the event's own fields
         # The object's version now guards both clocks: an older webhook of
-        # it that arrives late is stale.
+        # it that arrives late is stale (the next test).
         reqs = [r for r in api_requests(self.api) if "/public/v1/clients/" in r["path"]]
         self.assertEqual(len(reqs), 1)
+
+    def test_refetched_version_makes_an_older_late_event_stale(self):
+        # The object's writes, oldest first: A (its event truncated, handed
+        # out first), B and C (their events arrive late: B truncated, so
+        # only its event clock; C with both clocks), then the write the API
+        # shows when A is refetched, version V2.  V2 is published 100 ms
+        # after C, so V2 is newer than B's and C's every clock.
+        a = self.truncated_event()
+        b = self.world.change(key=a.key, action="update", truncated=True, pair=False)[0]
+        c = self.world.change(key=a.key, action="update", truncated=False, pair=False)[0]
+        self.world.change(key=a.key, action="update", truncated=False, pair=False,
+                          at=c.created_ns + 100 * MS)
+        v2 = parse_instant(self.world.get(a.kind, a.obj_id)["updated_at"])
+        # B and C are newer than A by its own clock: what makes them stale
+        # can only be the refetched version, which counts as both clocks.
+        self.assertLess(a.created_ns, b.created_ns)
+        self.assertLess(b.created_ns, c.created_ns)
+        self.assertLess(c.created_ns, v2)
+        self.assertLess(c.updated_ns, v2)
+
+        self.deliver(a)
+        p = self.drain("run")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        h = self.handed()
+        self.assertEqual([(x["id"], x["refetched"]) for x in h], [(a.id, "1")])
+        self.assertEqual(parse_instant(json.loads(h[0]["body"])["data"]["updated_at"]), v2)
+
+        self.deliver(b)         # late retries of older writes
+        self.deliver(c)
+        p = self.drain("run")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(self.row(b.id)["state"], "stale")
+        self.assertEqual(self.row(c.id)["state"], "stale")
+        self.assertEqual([x["id"] for x in self.handed()], [a.id])
+        # Judged stale before any refetch: the API was asked once, for A.
+        reqs = [r for r in api_requests(self.api) if "/public/v1/clients/" in r["path"]]
+        self.assertEqual(len(reqs), 1)
+
+        # Not everything of the object is stale now: a newer write goes out.
+        d = self.world.change(key=a.key, action="update", truncated=False, pair=False)[0]
+        self.deliver(d)
+        self.drain("run")
+        self.assertEqual([x["id"] for x in self.handed()], [a.id, d.id])
 
 
     def test_no_api_url_hands_truncated_event_out_as_stored(self):
