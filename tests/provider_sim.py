@@ -24,13 +24,16 @@ The API side (tests/PROVIDER-API.md is the contract):
               pagination, the events of the last 30 days, a bearer token,
               and the test-only fault injection (/_sim/faults,
               /_sim/requests; a `hold` fault keeps a request waiting until
-              the test releases it: /_sim/held, /_sim/release).
+              the test releases it: /_sim/held, /_sim/release); over plain
+              HTTP, or HTTPS with a certificate and key given
+              (tests/e2e_hosting.py makes its own CA).
 
 Standard library only.  Everything listens on 127.0.0.1.
 
 CLI:
   provider_sim.py serve-api --port P --token T [--seed X] [--objects N]
                   [--events M] [--history-days D] [--live SECONDS]
+                  [--cert PEM --key PEM [--name HOST]]
   provider_sim.py deliver --url U --secret S --events N --seed X
                   [--objects K] [--rate R] [--timeout T] [--rotate-to S2
                   --rotate-at I] [--ledger FILE]
@@ -49,6 +52,7 @@ import os
 import random
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -743,9 +747,14 @@ class _BadRequest(Exception):
 class ApiServer:
     """The provider's API over a World, per tests/PROVIDER-API.md, on
     127.0.0.1 (port 0: a free one).  clock: nanoseconds now, for the 30-day
-    window.  start() serves from a thread; stop() ends it."""
+    window.  start() serves from a thread; stop() ends it.
 
-    def __init__(self, world, token, port=0, clock=time.time_ns):
+    certfile and keyfile (PEM files): HTTPS instead of HTTP, with that
+    certificate; name: the host name in self.base and self.url (the one
+    the certificate is for, which the client maps to 127.0.0.1 itself)."""
+
+    def __init__(self, world, token, port=0, clock=time.time_ns,
+                 certfile=None, keyfile=None, name="127.0.0.1"):
         self.world = world
         self.token = token
         self.clock = clock
@@ -758,8 +767,18 @@ class ApiServer:
         self.held = self.holding = self.hold_gen = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
+        scheme = "http"
+        if certfile:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(certfile, keyfile)
+            # The handshake runs in each connection's own thread, on its
+            # first read: a client that connects and says nothing must not
+            # stop the accepting loop.
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True,
+                                                do_handshake_on_connect=False)
+            scheme = "https"
         self.port = self.httpd.server_address[1]
-        self.base = "http://127.0.0.1:%d" % self.port
+        self.base = "%s://%s:%d" % (scheme, name, self.port)
         self.url = self.base + "/public/v1"
         self.thread = None
 
@@ -845,6 +864,8 @@ class ApiServer:
                     super().handle()
                 except (BrokenPipeError, ConnectionResetError):
                     pass        # the client gave up (a hang fault, a timeout)
+                except ssl.SSLError:
+                    pass        # a client that refused our certificate
 
             def _send(self, status, obj=None, raw=None, headers=()):
                 data = raw if raw is not None else json.dumps(obj).encode()
@@ -1048,7 +1069,8 @@ class ApiServer:
 def cmd_serve_api(a):
     world = World(a.seed)
     world.history(a.events, a.history_days, target_objects=a.objects)
-    srv = ApiServer(world, a.token, port=a.port).start()
+    srv = ApiServer(world, a.token, port=a.port, certfile=a.cert, keyfile=a.key,
+                    name=a.name).start()
     print("serving %s (%d objects, %d events over %d days); Ctrl-C stops"
           % (srv.url, len(world.objects), len(world.events), a.history_days), flush=True)
     try:
@@ -1110,6 +1132,10 @@ def main(argv=None):
     s.add_argument("--history-days", type=int, default=40)
     s.add_argument("--live", type=float, default=0,
                    help="change a random object every LIVE seconds")
+    s.add_argument("--cert", help="serve HTTPS with this certificate (PEM)")
+    s.add_argument("--key", help="the certificate's private key (PEM)")
+    s.add_argument("--name", default="127.0.0.1",
+                   help="the host name the certificate is for (in the URL shown)")
     d = sub.add_parser("deliver", help="deliver signed events to an endpoint")
     d.add_argument("--url", required=True)
     d.add_argument("--secret")
