@@ -34,7 +34,8 @@ LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer
 
-.PHONY: all deps test test-all test-build san tsan bench demo clean install static FORCE
+.PHONY: all deps test test-all test-build san tsan bench demo clean install static \
+	static-bins FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 # `--version`: VERSION from the tree, the commit from git (with -dirty when
@@ -110,7 +111,7 @@ deps:
 test: deps
 	$(MAKE) test-all
 
-test-all: test-build san tsan static
+test-all: test-build san tsan static-bins
 	tests/run
 
 bench: deps
@@ -144,22 +145,50 @@ install: all
 	install -m 644 conf/webhook.conf.example $(DESTDIR)$(PREFIX)/share/webhook-inbox/
 	install -m 755 conf/handler.sh $(DESTDIR)$(PREFIX)/share/webhook-inbox/
 
-# `make static`: build-static/webhook.fcgi, one fully static executable
-# (`ldd`: "not a dynamic executable") for hosts whose glibc, SQLite or
-# libsodium are too old or missing (CentOS 7's SQLite has no UPSERT).
-# libfcgi, SQLite, libsodium and inih come from Debian's -dev packages
-# (their .a files); Debian ships no static cJSON, so its source package is
-# fetched at build time (`apt-get source cjson`, from the deb-src entry that
-# scripts/install-deps adds) and cJSON.c compiled here.  Nothing third-party
-# is committed.  glibc links statically for our code paths: the linker warns
-# about dlopen (SQLite's load_extension, never enabled) and gethostbyname
-# (libfcgi's FCGX_OpenSocket, never called: we take the socket on fd 0) --
-# neither runs, so no NSS module or shared library is ever needed.
+# `make static`: build-static/webhook.fcgi and build-static/webhook-drain,
+# two fully static executables (`ldd`: "not a dynamic executable") for
+# hosts whose glibc, SQLite, libsodium or libcurl are too old or missing
+# (CentOS 7's SQLite has no UPSERT; AlmaLinux and CloudLinux have no
+# libcjson or libinih).  Everything comes from Debian: libfcgi, SQLite,
+# libsodium, inih, OpenSSL (libssl.a, libcrypto.a), c-ares and zlib from
+# their -dev packages; cJSON and libcurl, which Debian ships no static
+# library of (libcurl's would drag in a dozen more), from their source
+# packages, fetched at build time (`apt-get source`, from the deb-src entry
+# that scripts/install-deps adds).  Nothing third-party is committed.
+# build-static/LINKED.txt says what went into each binary, from the link
+# itself.
+#
+# glibc links statically for our code paths, with no NSS module or shared
+# library ever loaded; the linker warns about every function that would:
+#   dlopen             SQLite's load_extension (never enabled), OpenSSL's
+#                      DSO loader (engines and providers from a config file:
+#                      curl is built not to read one, below)
+#   getaddrinfo,       OpenSSL's BIO_lookup_ex and BIO_gethostbyname, for
+#   gethostbyname      its own BIO sockets (the openssl tool's): curl
+#                      connects the socket itself and gives OpenSSL a BIO
+#                      of its own over it
+#   gethostbyname      libfcgi's FCGX_OpenSocket (never called: we take the
+#                      socket on fd 0; receiver only)
+#   getservbyname,     c-ares, for a service given by name and for
+#   getservbyport_r    ares_getnameinfo: curl passes the port as a number
+#                      and never asks for a name
+# Names are resolved by c-ares, linked into libcurl: it reads /etc/hosts
+# and /etc/resolv.conf itself, where glibc's static getaddrinfo would
+# dlopen() the host's NSS modules (libnss_files.so...) of another glibc.
 SB	 = build-static
 SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o
-SB_LIBS	 = -lfcgi -lsqlite3 -lsodium -linih -lm -lpthread
+SB_LIBS	 = -lsqlite3 -lsodium -linih -lm -lpthread
+SB_CURL	 = $(SB)/curl/libcurl.a -lcares -lssl -lcrypto -lz
+SB_BINS	 = $(SB)/webhook.fcgi $(SB)/webhook-drain
 
-static: $(SB)/webhook.fcgi
+# Like `test`: install what is missing first (deb-src, libc-ares-dev...),
+# so that a fresh Debian 12 needs no manual step and a user who cannot
+# install is told what to do, not apt-get's "You must put some 'deb-src'
+# URIs".  static-bins is the same without that step (test-all's).
+static: deps
+	$(MAKE) static-bins
+
+static-bins: $(SB_BINS) $(SB)/LINKED.txt
 
 $(SB)/cjson/src.stamp:
 	rm -rf $(SB)/cjson
@@ -176,14 +205,80 @@ $(SB)/cjson/libcjson.a: $(SB)/cjson/src.stamp
 	rm -f $@
 	ar rcs $@ $(SB)/cjson/cJSON.o
 
-# The source package's cJSON.h first, ahead of the system's.
+# libcurl: Debian's source package (its security patches applied by
+# `apt-get source`), as Debian's OpenSSL flavour (libcurl4): debian/rules
+# builds that without the last two patches of the series, which rename
+# the library for the GnuTLS and NSS flavours.  After cJSON's fetch, not
+# beside it: two `apt-get update`s at once would fight over apt's lock.
+$(SB)/curl/src.stamp: | $(SB)/cjson/src.stamp
+	rm -rf $(SB)/curl
+	mkdir -p $(SB)/curl/src
+	cd $(SB)/curl/src && { apt-get source -qq curl >../source.log || \
+	    { apt-get update -qq && apt-get source -qq curl >../source.log; }; }
+	mv $(SB)/curl/src/curl-*/ $(SB)/curl/tree
+	cd $(SB)/curl/tree && patch -R -s -p1 <debian/patches/99_nss.patch && \
+	    patch -R -s -p1 <debian/patches/90_gnutls.patch
+	touch $@
+
+# Only what the drainer uses: HTTP and HTTPS (OpenSSL), gzip (the API
+# answers, CURLOPT_ACCEPT_ENCODING), the proxy of $https_proxy (as the
+# dynamic build honours it, with Basic credentials), Retry-After as a date
+# (dateparse).  Off: every other protocol, and cookies, alt-svc, HSTS,
+# netrc, DoH, MIME, NTLM and Digest (the API takes our bearer header),
+# the curl tool's manual; no libpsl, brotli, zstd, idn2, nghttp2, ssh,
+# rtmp, gssapi (the -dev packages of libcurl4-openssl-dev are installed
+# here, so each is refused by name, not left to detection).  Not read:
+# OpenSSL's config file (the host's openssl.cnf could ask for engines or
+# providers, .so files the static OpenSSL would dlopen); no CA file or
+# directory compiled in: lib/api.c finds the host's bundle (api_ca_file,
+# $SSL_CERT_FILE, then where each distribution keeps it), and with none
+# found, verification fails.
+CURL_CONFIGURE = --disable-shared --enable-static --disable-dependency-tracking \
+	--with-openssl --with-zlib --enable-ares \
+	--without-ca-bundle --without-ca-path --disable-openssl-auto-load-config \
+	--disable-ftp --disable-file --disable-ldap --disable-ldaps \
+	--disable-rtsp --disable-dict --disable-telnet --disable-tftp \
+	--disable-pop3 --disable-imap --disable-smb --disable-smtp \
+	--disable-gopher --disable-mqtt --disable-websockets \
+	--disable-manual --disable-ntlm --disable-ntlm-wb --disable-crypto-auth \
+	--disable-netrc --disable-cookies --disable-alt-svc --disable-hsts \
+	--disable-doh --disable-mime --disable-tls-srp --disable-unix-sockets \
+	--disable-libcurl-option --disable-get-easy-options \
+	--disable-progress-meter --disable-headers-api --disable-dnsshuffle \
+	--without-libpsl --without-brotli --without-zstd --without-libidn2 \
+	--without-nghttp2 --without-ngtcp2 --without-nghttp3 --without-quiche \
+	--without-msh3 --without-hyper --without-libssh2 --without-libssh \
+	--without-librtmp --without-libgsasl \
+	--without-zsh-functions-dir --without-fish-functions-dir
+
+# configure's ~560 checks are most of libcurl's build time; its output is
+# kept in configure.log, shown only when it fails.
+$(SB)/curl/configure.stamp: $(SB)/curl/src.stamp
+	cd $(SB)/curl/tree && ./configure CC='$(CC)' $(CURL_CONFIGURE) \
+	    >../configure.log 2>&1 || { tail -30 ../configure.log; exit 1; }
+	touch $@
+
+# The library alone (not the curl tool), without libtool
+# (scripts/curl-lib.mk), on every core unless make already runs parallel.
+$(SB)/curl/libcurl.a: $(SB)/curl/configure.stamp scripts/curl-lib.mk
+	$(MAKE) -s -C $(SB)/curl/tree/lib \
+	    $(if $(filter -j% --jobserver%,$(MAKEFLAGS)),,-j$(shell nproc)) \
+	    -f Makefile -f $(abspath scripts/curl-lib.mk) \
+	    OUT=$(abspath $@) $(abspath $@)
+
+# The source packages' cJSON.h and curl/curl.h first, ahead of the
+# system's.
+SB_INC	 = -I$(SB)/cjson/include -I$(SB)/curl/tree/include
+
 $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
-	$(CC) -I$(SB)/cjson/include $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(SB_INC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(SB)/lib/api.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
 $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
-	$(CC) -I$(SB)/cjson/include $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
+	$(CC) $(SB_INC) $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
 $(SB)/lib/schema.o: lib/schema.S schema.sql
 	@mkdir -p $(dir $@)
@@ -193,10 +288,29 @@ $(SB)/libwebhook.a: $(SB_OBJ)
 	rm -f $@
 	ar rcs $@ $(SB_OBJ)
 
+# Each link keeps, beside the binary, the archive members it took
+# (ld -t -t: NAME.inputs) and its warnings (NAME.ld-warnings, also shown),
+# for LINKED.txt; a binary that came out dynamic anyway is removed.
+SB_LINK	 = $(CC) -static $(CFLAGS) -Wl,-t,-t -o $@
+SB_CHECK = >$@.inputs 2>$@.ld-warnings; rc=$$?; cat $@.ld-warnings >&2; \
+	   [ $$rc -eq 0 ] || exit $$rc; \
+	   if ldd $@ >/dev/null 2>&1; then echo "$@ is not static" >&2; rm -f $@; exit 1; fi
+
 $(SB)/webhook.fcgi: $(SB)/webhook.fcgi.o $(SB)/libwebhook.a $(SB)/cjson/libcjson.a
-	$(CC) -static $(CFLAGS) -o $@ $(SB)/webhook.fcgi.o $(SB)/libwebhook.a \
-	    $(SB)/cjson/libcjson.a $(SB_LIBS)
-	@if ldd $@ >/dev/null 2>&1; then echo "$@ is not static" >&2; rm -f $@; exit 1; fi
+	$(SB_LINK) $(SB)/webhook.fcgi.o $(SB)/libwebhook.a \
+	    $(SB)/cjson/libcjson.a -lfcgi $(SB_LIBS) $(SB_CHECK)
+
+$(SB)/webhook-drain: $(SB)/webhook-drain.o $(SB)/libwebhook.a $(SB)/cjson/libcjson.a \
+		$(SB)/curl/libcurl.a
+	$(SB_LINK) $(SB)/webhook-drain.o $(SB)/libwebhook.a \
+	    $(SB)/cjson/libcjson.a $(SB_CURL) $(SB_LIBS) $(SB_CHECK)
+
+# What each binary links, with the Debian package and version of every
+# archive, libcurl's features, the binaries' sizes and own --version.
+$(SB)/LINKED.txt: $(SB_BINS) scripts/static-linked
+	scripts/static-linked $(SB) $(SB_BINS) >$@.tmp
+	mv $@.tmp $@
+	@cat $@
 
 clean:
 	rm -rf build build-san build-tsan build-static
