@@ -35,7 +35,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
-	static-bins FORCE
+	static-bins dist dist-tarball FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 # `--version`: VERSION from the tree, the commit from git (with -dirty when
@@ -111,9 +111,10 @@ deps:
 test: deps
 	$(MAKE) test-all
 
-# The static binaries, for tests/e2e_hosting.py; WEBHOOK_STATIC_BUILT
+# The static binaries, and the release tarball once its HOSTING.md exists
+# (a second and a half), for tests/e2e_hosting.py; WEBHOOK_STATIC_BUILT
 # tells it that a missing one is a failure, not a reason to skip.
-test-all: test-build san tsan static-bins
+test-all: test-build san tsan static-bins $(if $(wildcard docs/HOSTING.md),dist-tarball)
 	WEBHOOK_STATIC_BUILT=1 tests/run
 
 bench: deps
@@ -313,6 +314,42 @@ $(SB)/LINKED.txt: $(SB_BINS) scripts/static-linked
 	scripts/static-linked $(SB) $(SB_BINS) >$@.tmp
 	mv $@.tmp $@
 	@cat $@
+
+# `make dist`: the static binaries as a release for shared hosting,
+# build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz, one top
+# directory webhook-inbox-VERSION/ with both binaries, conf/, HOSTING.md
+# (docs/HOSTING.md: the guide an operator follows with the tarball, so
+# none is made without it), README.md, VERSION and SHA256SUMS
+# (`sha256sum -c SHA256SUMS` inside it), and beside the tarball its own
+# SHA256SUMS.  Reproducible from one commit: names sorted, owner root,
+# modes normalised, every mtime the commit's, gzip without a timestamp.
+DIST_NAME = webhook-inbox-$(VERSION)
+DIST_DIR  = $(SB)/dist
+DIST_TGZ  = $(DIST_DIR)/$(DIST_NAME)-linux-x86_64.tar.gz
+DIST_TIME = $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+dist: deps
+	$(MAKE) dist-tarball
+
+dist-tarball: $(DIST_TGZ)
+
+$(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/HOSTING.md) README.md VERSION
+	@test -f docs/HOSTING.md || { echo "make dist: docs/HOSTING.md is" \
+	    "missing: the tarball's HOSTING.md, the guide to installing it on a" \
+	    "host; write it (or merge it from main) first" >&2; exit 1; }
+	rm -rf $(DIST_DIR)
+	mkdir -p $(DIST_DIR)/$(DIST_NAME)/conf
+	cp $(SB_BINS) README.md VERSION $(DIST_DIR)/$(DIST_NAME)/
+	cp docs/HOSTING.md $(DIST_DIR)/$(DIST_NAME)/
+	cp conf/* $(DIST_DIR)/$(DIST_NAME)/conf/
+	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | \
+	    sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
+	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner \
+	    --mode=u+w,go-w,a+rX --mtime=@$(DIST_TIME) -cf - $(DIST_NAME) | \
+	    gzip -9n >$@.tmp
+	mv $@.tmp $@
+	cd $(DIST_DIR) && sha256sum $(notdir $@) >SHA256SUMS
+	@ls -l $@
 
 clean:
 	rm -rf build build-san build-tsan build-static

@@ -26,9 +26,12 @@ certificate and the event kept.  strace shows that no shared object is
 ever opened (a static glibc's getaddrinfo would dlopen the host's NSS
 modules).
 
-Missing binaries: `make test` builds them first (test-all: static-bins)
-and runs tests/run with WEBHOOK_STATIC_BUILT=1: there a missing binary is
-a failure.
+TestDist: the tarball of `make dist` (build-static/dist): its files, its
+SHA256SUMS, its binaries static and the ones tested here.
+
+Missing binaries: `make test` builds them first (test-all: static-bins,
+and dist-tarball once docs/HOSTING.md exists) and runs tests/run with
+WEBHOOK_STATIC_BUILT=1: there a missing binary or tarball is a failure.
 Run alone (python3 tests/e2e_hosting.py, tests/run e2e_hosting) without
 them, the tests skip, saying which `make` target builds what they need.
 
@@ -41,6 +44,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import tarfile
 import tempfile
 import time
 import unittest
@@ -53,6 +57,10 @@ STATIC_FCGI = os.path.join(SB, "webhook.fcgi")
 STATIC_DRAIN = os.path.join(SB, "webhook-drain")
 with open(os.path.join(ROOT, "VERSION")) as _f:
     VERSION = _f.read().strip()
+DIST_NAME = "webhook-inbox-%s" % VERSION
+DIST_DIR = os.path.join(SB, "dist")
+DIST_TGZ = os.path.join(DIST_DIR, DIST_NAME + "-linux-x86_64.tar.gz")
+HOSTING_MD = os.path.join(ROOT, "docs", "HOSTING.md")
 BUSYBOX = "/bin/busybox"
 # Found in this machine's PATH: the commands run with the root's PATH.
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
@@ -407,6 +415,78 @@ class TestEmptyRoot(unittest.TestCase):
         h = self.root.handled()
         self.assertEqual([(x[0], x[1]["WEBHOOK_REFETCHED"]) for x in h], [(ev.id, "1")])
         self.assertEqual(self.root.rows()[ev.id]["state"], "done")
+
+
+class TestDist(unittest.TestCase):
+    """build-static/dist, from `make dist`."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(HOSTING_MD):
+            raise unittest.SkipTest("docs/HOSTING.md is not written yet: make dist "
+                                    "refuses without it (and make test-all skips dist)")
+        need(DIST_TGZ, "dist")
+        need(STATIC_FCGI, "static")
+        need(STATIC_DRAIN, "static")
+        cls.tmp = tempfile.mkdtemp(prefix="webhook-dist-")
+        with tarfile.open(DIST_TGZ) as t:
+            cls.members = t.getmembers()
+            if hasattr(tarfile, "data_filter"):     # Python 3.12, and 3.11.4 on
+                t.extractall(cls.tmp, filter="data")
+            else:
+                t.extractall(cls.tmp)
+        cls.top = os.path.join(cls.tmp, DIST_NAME)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_lists_exactly_the_files(self):
+        conf = sorted(os.listdir(os.path.join(ROOT, "conf")))
+        want = {DIST_NAME, DIST_NAME + "/conf"} | {
+            DIST_NAME + "/" + n for n in ("webhook.fcgi", "webhook-drain",
+                                          "HOSTING.md", "README.md", "VERSION",
+                                          "SHA256SUMS")} | {
+            DIST_NAME + "/conf/" + n for n in conf}
+        self.assertEqual({m.name.rstrip("/") for m in self.members}, want)
+        for m in self.members:
+            self.assertEqual((m.uid, m.gid), (0, 0), m.name)
+        for n in conf + ["../README.md", "../VERSION", "../docs/HOSTING.md"]:
+            src = os.path.join(ROOT, "conf", n)
+            dst = os.path.join(self.top, "conf", n) if not n.startswith("..") \
+                else os.path.join(self.top, os.path.basename(n))
+            with open(src, "rb") as a, open(dst, "rb") as b:
+                self.assertEqual(a.read(), b.read(), n)
+
+    def test_sha256sums_pass(self):
+        p = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=self.top,
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(self.top, "SHA256SUMS")) as f:
+            listed = {line.split(None, 1)[1].lstrip("*") for line in f}
+        listed = {n.rstrip("\n") for n in listed}
+        files = {os.path.relpath(os.path.join(d, f), self.top)
+                 for d, _, fs in os.walk(self.top) for f in fs}
+        self.assertEqual(listed, files - {"SHA256SUMS"})
+        p = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=DIST_DIR,
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(os.path.basename(DIST_TGZ) + ": OK", p.stdout)
+
+    def test_binaries_are_static_and_the_built_ones(self):
+        for name, built in (("webhook.fcgi", STATIC_FCGI), ("webhook-drain", STATIC_DRAIN)):
+            b = os.path.join(self.top, name)
+            self.assertTrue(os.access(b, os.X_OK), name)
+            out = subprocess.run(["ldd", b], capture_output=True, text=True)
+            self.assertIn("not a dynamic executable", out.stdout + out.stderr)
+            v = subprocess.run([b, "--version"], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+            self.assertEqual(v.returncode, 0, v.stderr)
+            self.assertIn("%s %s" % (name, VERSION), v.stdout)
+            if name == "webhook-drain":
+                self.assertRegex(v.stdout, r"OpenSSL/3\.\S+ zlib/\S+ c-ares/")
+            with open(b, "rb") as x, open(built, "rb") as y:
+                self.assertEqual(x.read(), y.read(), name)
 
 
 if __name__ == "__main__":
