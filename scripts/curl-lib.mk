@@ -17,6 +17,9 @@ static/%.o: %.c
 	$(CC) $(DEFS) $(libcurl_la_CPPFLAGS) $(CPPFLAGS) $(libcurl_la_CFLAGS) \
 	    $(CFLAGS) -c -o $@ $<
 
+# configure rewrites curl_config.h only when what it found changed.
+$(STATIC_OBJS): curl_config.h
+
 $(OUT): $(STATIC_OBJS)
 	rm -f $@
 	ar rcs $@ $(STATIC_OBJS)
