@@ -4,11 +4,14 @@
 fully static, for shared hosts (AlmaLinux, CloudLinux) that lack libcjson,
 libinih or a recent SQLite.  Here both run in an empty root (chroot), as an
 account with no passwd entry, with nothing of this machine's: no libc, no
-NSS module, no /proc, no /dev, no /etc/passwd.  The root holds only
+NSS module, no /proc, no /dev, no /etc/passwd.  The root holds only what
+docs/HOSTING.md has an operator upload, where it says:
 
-  /home/you/public_html/webhook.fcgi     the receiver, run as plain CGI
+  /home/you/webhook/webhook.fcgi         the receiver, run as plain CGI
   /home/you/webhook/webhook-drain        the drainer, as cron runs it
   /home/you/webhook/webhook.conf, api-token, handler.sh, handled/
+  /home/you/public_html/webhook/webhook.fcgi
+                                         conf/webhook.fcgi-wrapper, as it is
   /bin/sh                                Debian's busybox (static): the
                                          handler's shell, builtins only
   /etc/hosts                             api.provider.test is 127.0.0.1
@@ -16,7 +19,8 @@ NSS module, no /proc, no /dev, no /etc/passwd.  The root holds only
   /etc/pki/tls/certs/ca-bundle.crt       RHEL's path, not Debian's: a CA
                                          this test makes with `openssl`
 
-TestEmptyRoot: a signed webhook received as CGI (200), handed to the
+TestEmptyRoot: a signed webhook received as CGI (200; the receiver run
+with WEBHOOK_CONF in its environment, and through the wrapper), handed to the
 handler by `webhook-drain run`, a truncated event refetched over HTTPS from
 the provider's simulated API (tests/provider_sim.py, TLS with a server
 certificate for api.provider.test signed by the test's CA; the chroot
@@ -71,7 +75,9 @@ BUILT = os.environ.get("WEBHOOK_STATIC_BUILT") == "1"
 
 # The hosting account: a uid with no passwd entry anywhere.
 UID = 64123
-HOME = "/home/you"
+HOME = "/home/you"       # as in docs/HOSTING.md and conf/webhook.fcgi-wrapper
+DOCROOT = HOME + "/public_html"
+WRAPPER = DOCROOT + "/webhook/webhook.fcgi"
 APP = HOME + "/webhook"
 CONF = APP + "/webhook.conf"
 RHEL_CA = "/etc/pki/tls/certs/ca-bundle.crt"
@@ -147,15 +153,17 @@ class Root:
     def __init__(self, ca=None):
         self.dir = tempfile.mkdtemp(prefix="webhook-hosting-")
         os.chmod(self.dir, 0o755)
-        for d in ("bin", "etc", "home", HOME[1:], HOME[1:] + "/public_html",
-                  APP[1:], APP[1:] + "/handled"):
-            os.makedirs(self.path("/" + d), exist_ok=True)
-        for d in (HOME, HOME + "/public_html", APP, APP + "/handled"):
+        for d in ("/bin", "/etc", "/home", HOME, DOCROOT, DOCROOT + "/webhook",
+                  APP, APP + "/handled"):
+            os.makedirs(self.path(d), exist_ok=True)
+        for d in (HOME, DOCROOT, DOCROOT + "/webhook", APP, APP + "/handled"):
             os.chown(self.path(d), UID, UID)
         os.chmod(self.path(APP), 0o700)
         self.install(BUSYBOX, "/bin/sh", 0o755, owner=0)
-        self.install(STATIC_FCGI, HOME + "/public_html/webhook.fcgi", 0o755)
-        self.install(STATIC_DRAIN, APP + "/webhook-drain", 0o755)
+        # Permissions as docs/HOSTING.md's upload table gives them.
+        self.install(STATIC_FCGI, APP + "/webhook.fcgi", 0o700)
+        self.install(STATIC_DRAIN, APP + "/webhook-drain", 0o700)
+        self.install(os.path.join(ROOT, "conf", "webhook.fcgi-wrapper"), WRAPPER, 0o700)
         self.write("/etc/hosts", "127.0.0.1 localhost\n127.0.0.1 %s\n" % API_HOST, owner=0)
         # Nothing answers on 127.0.0.1:53: a name that is not in
         # /etc/hosts fails at once, and no query leaves this machine.
@@ -211,19 +219,24 @@ class Root:
         return self.run([APP + "/webhook-drain", "-c", CONF] + list(args),
                         trace=trace)
 
-    def cgi(self, msg_id, body, secret=SECRET_A, trace=None):
-        """A signed POST, as Apache runs a CGI program: (status, body)."""
+    def cgi(self, msg_id, body, secret=SECRET_A, trace=None, wrapper=False):
+        """A signed POST, as Apache runs a CGI program: (status, body, the
+        process).  The receiver itself, with WEBHOOK_CONF as a SetEnv
+        gives it; or (wrapper) the wrapper in the document root, as
+        Apache runs it under suEXEC, with no WEBHOOK_CONF."""
         ts = int(time.time())
         env = {"GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
                "REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(body)),
                "CONTENT_TYPE": "application/json",
                "HTTP_WEBHOOK_ID": msg_id, "HTTP_WEBHOOK_TIMESTAMP": str(ts),
                "HTTP_WEBHOOK_SIGNATURE": sign(secret, msg_id, ts, body),
-               "DOCUMENT_ROOT": HOME + "/public_html",
-               "SCRIPT_FILENAME": HOME + "/public_html/webhook.fcgi",
-               "WEBHOOK_CONF": CONF}
-        p = self.run([HOME + "/public_html/webhook.fcgi"], env=env, stdin=body,
-                     trace=trace)
+               "DOCUMENT_ROOT": DOCROOT, "SCRIPT_FILENAME": WRAPPER}
+        if wrapper:
+            argv = [WRAPPER]
+        else:
+            argv = [APP + "/webhook.fcgi"]
+            env["WEBHOOK_CONF"] = CONF
+        p = self.run(argv, env=env, stdin=body, trace=trace)
         status, _, answer = parse_cgi(p.stdout)
         return status, answer.strip(), p
 
@@ -332,7 +345,7 @@ class TestEmptyRoot(unittest.TestCase):
         line = [x for x in out.splitlines() if x.startswith("libcurl:")]
         self.assertEqual(len(line), 1, out)
         self.assertRegex(line[0], r"libcurl/7\.88\.1 OpenSSL/3\.\S+ zlib/\S+ c-ares/\S+$")
-        p = self.root.run([HOME + "/public_html/webhook.fcgi", "--version"])
+        p = self.root.run([APP + "/webhook.fcgi", "--version"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("webhook.fcgi %s" % VERSION, p.stdout.decode())
 
@@ -341,7 +354,7 @@ class TestEmptyRoot(unittest.TestCase):
         status, answer, p = self.root.cgi(ev.id, ev.body, trace=self.trace)
         self.assertEqual((status, answer), (200, b"stored"),
                          "stdout %r stderr %r" % (p.stdout, p.stderr))
-        self.assertNoSharedObject(HOME + "/public_html/webhook.fcgi")
+        self.assertNoSharedObject(APP + "/webhook.fcgi")
         self.assertEqual(self.root.rows()[ev.id]["state"], "pending")
         # The same id again: a duplicate, answered 200; a body signed with
         # another secret: 401, nothing stored.
@@ -357,6 +370,16 @@ class TestEmptyRoot(unittest.TestCase):
         self.assertEqual([(x[0], x[1]["WEBHOOK_REFETCHED"]) for x in h], [(ev.id, "0")])
         self.assertEqual(h[0][2], ev.body)              # stdin: the body as stored
         self.assertEqual(self.root.rows()[ev.id]["state"], "done")
+
+    def test_receive_through_the_wrapper(self):
+        """docs/HOSTING.md's layout: Apache runs the wrapper in the
+        document root (busybox runs it here), which starts the receiver
+        outside it with its config."""
+        ev = self.world.change(action="create", key=("client", None))[0]
+        status, answer, p = self.root.cgi(ev.id, ev.body, wrapper=True)
+        self.assertEqual((status, answer), (200, b"stored"),
+                         "stdout %r stderr %r" % (p.stdout, p.stderr))
+        self.assertIn(ev.id, self.root.rows())
 
     def test_truncated_event_refetched_over_https(self):
         ev = self.truncated_event()
