@@ -323,9 +323,11 @@ $(SB)/LINKED.txt: $(SB_BINS) scripts/static-linked
 # directory webhook-inbox-VERSION/ with both binaries, conf/, HOSTING.md
 # (docs/HOSTING.md: the guide an operator follows with the tarball, so
 # none is made without it), README.md, VERSION and SHA256SUMS
-# (`sha256sum -c SHA256SUMS` inside it), and beside the tarball its own
-# SHA256SUMS.  Reproducible from one commit: names sorted, owner root,
-# modes normalised, every mtime the commit's, gzip without a timestamp.
+# (`sha256sum -c SHA256SUMS` inside it); beside the tarball, its own sum
+# as TARBALL.sha256 (what docs/HOSTING.md has the operator check) and in a
+# SHA256SUMS (a release page's list).  Reproducible from one commit: names
+# sorted, owner root, modes normalised, every mtime the commit's, gzip
+# without a timestamp.
 DIST_NAME = webhook-inbox-$(VERSION)
 DIST_DIR  = $(SB)/dist
 DIST_TGZ  = $(DIST_DIR)/$(DIST_NAME)-linux-x86_64.tar.gz
@@ -351,7 +353,8 @@ $(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/HOSTING.md) README.md VERSION
 	    --mode=u+w,go-w,a+rX --mtime=@$(DIST_TIME) -cf - $(DIST_NAME) | \
 	    gzip -9n >$@.tmp
 	mv $@.tmp $@
-	cd $(DIST_DIR) && sha256sum $(notdir $@) >SHA256SUMS
+	cd $(DIST_DIR) && sha256sum $(notdir $@) >$(notdir $@).sha256 && \
+	    cp $(notdir $@).sha256 SHA256SUMS
 	@ls -l $@
 
 clean:

@@ -31,7 +31,7 @@ ever opened (a static glibc's getaddrinfo would dlopen the host's NSS
 modules).
 
 TestDist: the tarball of `make dist` (build-static/dist): its files, its
-SHA256SUMS, its binaries static and the ones tested here.
+sums (inside, and beside it), its binaries static and the ones tested here.
 
 Missing binaries: `make test` builds them first (test-all: static-bins,
 and dist-tarball once docs/HOSTING.md exists) and runs tests/run with
@@ -491,10 +491,13 @@ class TestDist(unittest.TestCase):
         files = {os.path.relpath(os.path.join(d, f), self.top)
                  for d, _, fs in os.walk(self.top) for f in fs}
         self.assertEqual(listed, files - {"SHA256SUMS"})
-        p = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=DIST_DIR,
-                           capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn(os.path.basename(DIST_TGZ) + ": OK", p.stdout)
+        # Beside the tarball: TARBALL.sha256 (docs/HOSTING.md's step 1)
+        # and SHA256SUMS.
+        for sums in (os.path.basename(DIST_TGZ) + ".sha256", "SHA256SUMS"):
+            p = subprocess.run(["sha256sum", "-c", "--strict", sums], cwd=DIST_DIR,
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(p.stdout, os.path.basename(DIST_TGZ) + ": OK\n")
 
     def test_binaries_are_static_and_the_built_ones(self):
         for name, built in (("webhook.fcgi", STATIC_FCGI), ("webhook-drain", STATIC_DRAIN)):
