@@ -2,6 +2,8 @@
 #   make            build/webhook.fcgi, build/webhook-drain
 #   make demo       lighttpd on 127.0.0.1, a signed webhook stored and drained
 #   make test       every test, plain and under ASan+UBSan; ends "N passed, N failed, N skipped"
+#   make static     build-static/webhook.fcgi, build-static/webhook-drain: fully static
+#   make dist       build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz
 #   make bench      benchmarks (bench/RESULTS.md)
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -162,19 +164,24 @@ install: all
 # itself.
 #
 # glibc links statically for our code paths, with no NSS module or shared
-# library ever loaded; the linker warns about every function that would:
+# library ever loaded; the linker warns about every function that would
+# (naming only its first caller; SQLite's dlopen is the drainer's too):
 #   dlopen             SQLite's load_extension (never enabled), OpenSSL's
 #                      DSO loader (engines and providers from a config file:
 #                      curl is built not to read one, below)
 #   getaddrinfo,       OpenSSL's BIO_lookup_ex and BIO_gethostbyname, for
 #   gethostbyname      its own BIO sockets (the openssl tool's): curl
 #                      connects the socket itself and gives OpenSSL a BIO
-#                      of its own over it
+#                      of its own over it (SSL_set_bio); libcurl built
+#                      with c-ares calls neither (nm: no such reference)
 #   gethostbyname      libfcgi's FCGX_OpenSocket (never called: we take the
 #                      socket on fd 0; receiver only)
-#   getservbyname,     c-ares, for a service given by name and for
-#   getservbyport_r    ares_getnameinfo: curl passes the port as a number
-#                      and never asks for a name
+#   getservbyname,     c-ares, for a service given by name and in
+#   getservbyport_r    ares_getnameinfo: curl passes the port as digits
+#                      with ARES_AI_NUMERICSERV (lib/asyn-ares.c) and never
+#                      calls ares_getnameinfo
+# tests/e2e_hosting.py runs both binaries in an empty root under strace:
+# no shared object is ever opened.
 # Names are resolved by c-ares, linked into libcurl: it reads /etc/hosts
 # and /etc/resolv.conf itself, where glibc's static getaddrinfo would
 # dlopen() the host's NSS modules (libnss_files.so...) of another glibc.
