@@ -114,7 +114,7 @@ test: deps
 	$(MAKE) test-all
 
 # The static binaries, and the release tarball once its HOSTING.md exists
-# (a second and a half), for tests/e2e_hosting.py; WEBHOOK_STATIC_BUILT
+# (2 s more), for tests/e2e_hosting.py; WEBHOOK_STATIC_BUILT
 # tells it that a missing one is a failure, not a reason to skip.
 test-all: test-build san tsan static-bins $(if $(wildcard docs/HOSTING.md),dist-tarball)
 	WEBHOOK_STATIC_BUILT=1 tests/run
