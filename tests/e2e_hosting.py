@@ -151,7 +151,7 @@ class Root:
     account has; commands run in it with chroot(1) as UID."""
 
     def __init__(self, ca=None):
-        self.dir = tempfile.mkdtemp(prefix="webhook-hosting-")
+        self.dir = tempfile.mkdtemp(prefix="webhook-chroot-")
         os.chmod(self.dir, 0o755)
         for d in ("/bin", "/etc", "/home", HOME, DOCROOT, DOCROOT + "/webhook",
                   APP, APP + "/handled"):
@@ -294,7 +294,7 @@ class TestEmptyRoot(unittest.TestCase):
     def setUpClass(cls):
         need(STATIC_FCGI, "static")
         need(STATIC_DRAIN, "static")
-        cls.pki = tempfile.mkdtemp(prefix="webhook-hosting-pki-")
+        cls.pki = tempfile.mkdtemp(prefix="webhook-chroot-pki-")
         cls.ca = make_ca(cls.pki, "ca")
         cls.other_ca = make_ca(cls.pki, "other-ca")
         cls.cert, cls.key = make_server_cert(cls.pki, os.path.join(cls.pki, "ca"), API_HOST)
