@@ -180,11 +180,11 @@ install: all
 #   getservbyport_r    ares_getnameinfo: curl passes the port as digits
 #                      with ARES_AI_NUMERICSERV (lib/asyn-ares.c) and never
 #                      calls ares_getnameinfo
-# tests/e2e_hosting.py runs both binaries in an empty root under strace:
-# no shared object is ever opened.
 # Names are resolved by c-ares, linked into libcurl: it reads /etc/hosts
 # and /etc/resolv.conf itself, where glibc's static getaddrinfo would
 # dlopen() the host's NSS modules (libnss_files.so...) of another glibc.
+# tests/e2e_hosting.py runs both binaries in an empty root under strace:
+# no shared object is ever opened.
 SB	 = build-static
 SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o
 SB_LIBS	 = -lsqlite3 -lsodium -linih -lm -lpthread
