@@ -26,8 +26,7 @@
 #include <string.h>
 #include <poll.h>
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <sys/auxv.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -43,6 +42,7 @@
 #include "lib/event.h"
 #include "lib/inbox.h"
 #include "lib/signature.h"
+#include "lib/upgrade.h"
 #include "lib/util.h"
 #include "lib/version.h"
 
@@ -608,160 +608,26 @@ worker_free(struct worker *w)
 	buf_free(&w->err);
 }
 
-/*
- * Who we are: the executable's path (for webhook.conf beside it) and its
- * identity as started.  A shared-hosting user upgrades by uploading
- * webhook.fcgi.new and renaming it over webhook.fcgi (a running executable
- * cannot be overwritten: "Text file busy"), and cannot restart the web
- * server, while mod_fcgid keeps its old processes for as long as they are
- * busy enough.  So a FastCGI process that finds another file at its path
- * finishes the requests in hand and becomes the new program (main: execv
- * in the same process, the listening socket kept).  Without /proc (an empty chroot) nothing is known
- * and nothing is checked.
- */
-static char self_exe[PATH_MAX];
-static struct stat self_st;
-static int self_known;
-
+/* Where we were started from (lib/upgrade.h), and webhook.conf beside
+ * it: the path the web server runs, not a symlink's target.  argv[0] when
+ * it is a path (lighttpd's bin-path, the wrapper's exec, and our own
+ * re-exec after an upgrade), else the kernel's record of the exec. */
 static void
-find_self(void)
+find_self(const char *argv0)
 {
-	ssize_t n;
-	char *slash;
+	const char *p = argv0 != NULL && strchr(argv0, '/') != NULL ? argv0 :
+	    (const char *)getauxval(AT_EXECFN);
+	const char *slash;
 
+	upgrade_init(p);
+	p = upgrade_path();
 	snprintf(self_conf, sizeof self_conf, "webhook.conf");
-	n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-	if (n <= 0)
-		return;
-	self_exe[n] = '\0';
-	/* Replaced while we were starting: the kernel says "PATH (deleted)";
-	 * PATH is still where the web server starts us. */
-	if ((size_t)n > sizeof " (deleted)" &&
-	    strcmp(self_exe + n - (sizeof " (deleted)" - 1), " (deleted)") == 0)
-		self_exe[n - (sizeof " (deleted)" - 1)] = '\0';
-	/* stat of the magic link: the file we run, even if already renamed
-	 * over; a path that no longer names it is checked per request. */
-	self_known = stat("/proc/self/exe", &self_st) == 0;
-	if ((slash = strrchr(self_exe, '/')) != NULL &&
-	    (size_t)(slash - self_exe) + sizeof "/webhook.conf" <= sizeof self_conf) {
-		memcpy(self_conf, self_exe, (size_t)(slash - self_exe));
-		memcpy(self_conf + (slash - self_exe), "/webhook.conf",
+	if ((slash = strrchr(p, '/')) != NULL &&
+	    (size_t)(slash - p) + sizeof "/webhook.conf" <= sizeof self_conf) {
+		memcpy(self_conf, p, (size_t)(slash - p));
+		memcpy(self_conf + (slash - p), "/webhook.conf",
 		    sizeof "/webhook.conf");
 	}
-}
-
-/*
- * Does the file now at self_exe start, and say it is a receiver?  Runs
- * `FILE --version` (stdin a closed pipe, not our FastCGI socket; no
- * GATEWAY_INTERFACE), for at most UPGRADE_PROBE_MS.  A truncated upload
- * or a binary for another machine renamed into place must not end a
- * working process: libfcgi cannot serve again once told to stop.
- */
-#define UPGRADE_PROBE_MS	5000
-
-static int
-upgrade_starts(void)
-{
-	extern char **environ;
-	char *argv[] = { self_exe, (char *)"--version", NULL };
-	char **env = NULL, out[64];
-	int in[2] = { -1, -1 }, pipefd[2] = { -1, -1 }, ok = 0, status;
-	size_t n = 0, i, k = 0;
-	posix_spawn_file_actions_t fa;
-	struct pollfd p;
-	pid_t pid = -1;
-	ssize_t got;
-	int64_t deadline = util_mono_ns() + UPGRADE_PROBE_MS * 1000000LL;
-
-	for (i = 0; environ[i] != NULL; i++)
-		;
-	if ((env = calloc(i + 1, sizeof *env)) == NULL ||
-	    pipe2(in, O_CLOEXEC) == -1 || pipe2(pipefd, O_CLOEXEC) == -1)
-		goto out;
-	for (i = 0; environ[i] != NULL; i++)
-		if (strncmp(environ[i], "GATEWAY_INTERFACE=", 18) != 0)
-			env[k++] = environ[i];
-	close(in[1]);
-	in[1] = -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-	if (posix_spawn(&pid, self_exe, &fa, NULL, argv, env) != 0)
-		pid = -1;
-	posix_spawn_file_actions_destroy(&fa);
-	close(pipefd[1]);
-	pipefd[1] = -1;
-	if (pid == -1)
-		goto out;
-	p.fd = pipefd[0];
-	p.events = POLLIN;
-	while (n < sizeof out - 1 && util_mono_ns() < deadline) {
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		if ((got = read(pipefd[0], out + n, sizeof out - 1 - n)) <= 0)
-			break;
-		n += (size_t)got;
-	}
-	out[n] = '\0';
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (util_mono_ns() >= deadline)
-			kill(pid, SIGKILL);
-		poll(NULL, 0, 10);
-	}
-	ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    strncmp(out, "webhook.fcgi ", 13) == 0;
-out:
-	free(env);
-	if (in[0] != -1)
-		close(in[0]);
-	if (in[1] != -1)
-		close(in[1]);
-	if (pipefd[0] != -1)
-		close(pipefd[0]);
-	if (pipefd[1] != -1)
-		close(pipefd[1]);
-	return ok;
-}
-
-/* After a request: when another file stands at our path and it starts,
- * stop as on SIGTERM (the main thread reads it from the signalfd, sees it
- * is ours, and starts the new program once every thread has finished the
- * request in hand).  A file that does not start is said once, and kept
- * serving with the program we have until the path changes again. */
-static void
-leave_if_replaced(void)
-{
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	static struct stat refused;	/* the last file that did not start */
-	static int leaving;
-	struct stat sb;
-
-	if (!self_known || stat(self_exe, &sb) == -1 ||
-	    (sb.st_dev == self_st.st_dev && sb.st_ino == self_st.st_ino))
-		return;
-	/* A path that names nothing is not an upgrade: leaving then would
-	 * leave nothing to start. */
-	if (pthread_mutex_trylock(&mu) != 0)
-		return;		/* another thread is looking */
-	if (leaving || (sb.st_ino == refused.st_ino &&
-	    sb.st_dev == refused.st_dev && sb.st_size == refused.st_size &&
-	    sb.st_mtim.tv_sec == refused.st_mtim.tv_sec &&
-	    sb.st_mtim.tv_nsec == refused.st_mtim.tv_nsec))
-		goto out;
-	if (!upgrade_starts()) {
-		refused = sb;
-		log_msg("%s was replaced, but the new file does not start "
-		    "(`%s --version` fails: a partial upload, or a build for "
-		    "another machine?); serving on with the program running now",
-		    self_exe, self_exe);
-		goto out;
-	}
-	leaving = 1;
-	log_msg("%s was replaced (an upgrade): finishing the requests in hand, "
-	    "then starting the new one", self_exe);
-	kill(getpid(), SIGTERM);
-out:
-	pthread_mutex_unlock(&mu);
 }
 
 /* SIGUSR2 interrupts a thread blocked in accept(2) at shutdown: it is
@@ -796,7 +662,11 @@ serve_one(struct worker *w)
 	r.body_read = 0;
 	handle(w, &r);
 	FCGX_Finish_r(&w->req);
-	leave_if_replaced();
+	/* Replaced by a file that passed the checks: stop as on SIGTERM (the
+	 * main thread sees the signal is ours, and starts the new program
+	 * once every thread has finished the request in hand). */
+	if (upgrade_due())
+		kill(getpid(), SIGTERM);
 	return 0;
 }
 
@@ -875,7 +745,7 @@ poke(struct worker *w, int n)
  * (the kernel hands each connection to one of them) and serve it.  At a
  * stop every thread finishes the request in hand and takes no other; one
  * blocked in accept(2) is woken by SIGUSR2, which is unblocked only there.
- * *reexec: the stop was our own, after an upgrade (leave_if_replaced).
+ * *reexec: the stop was our own, after an upgrade (serve_one).
  * Returns 0, or 1 when no thread could start or the socket failed.
  */
 static int
@@ -910,7 +780,7 @@ serve(int sfd, int nthreads, int *reexec)
 		}
 		if ((pfd.revents & POLLIN) &&
 		    read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-			/* From leave_if_replaced: start the new program once
+			/* From an upgrade (serve_one): start the new program once
 			 * every thread is done. */
 			*reexec = si.ssi_signo == SIGTERM &&
 			    si.ssi_pid == (uint32_t)getpid();
@@ -947,10 +817,16 @@ main(int argc, char **argv)
 	/* `webhook.fcgi --version` from a shell.  Never under a web server:
 	 * a CGI GET with a query string without '=' becomes argv
 	 * (/webhook.fcgi?--version), and the answer must stay ours. */
-	if (argc == 2 && strcmp(argv[1], "--version") == 0 &&
-	    getenv("GATEWAY_INTERFACE") == NULL && FCGX_IsCGI()) {
-		version_print(stdout, "webhook.fcgi");
-		return 0;
+	if (argc >= 2 && getenv("GATEWAY_INTERFACE") == NULL && FCGX_IsCGI()) {
+		if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+			version_print(stdout, "webhook.fcgi");
+			return 0;
+		}
+		/* A running receiver asks whether we can replace it. */
+		if (argc == 3 && strcmp(argv[1], "--upgrade-probe") == 0) {
+			upgrade_answer_probe(argv[2]);
+			return 0;
+		}
 	}
 	log_init("webhook.fcgi");
 	/* Bodies over 128 KiB get their own mapping and go back to the system
@@ -961,7 +837,7 @@ main(int argc, char **argv)
 		log_msg("libsodium failed to initialise");
 		return 1;
 	}
-	find_self();
+	find_self(argv[0]);
 
 	if (FCGX_IsCGI()) {
 		struct worker w;
@@ -1034,12 +910,13 @@ main(int argc, char **argv)
 		 * other descriptor is close-on-exec; a stop signal that came
 		 * meanwhile stays pending (blocked) for the new program.
 		 */
-		log_msg("starting the new %s", self_exe);
-		execv(self_exe, argv);
-		/* It started a moment ago (upgrade_starts): replaced again
-		 * since.  libfcgi cannot serve again after a stop; the web
-		 * server starts us anew. */
-		log_msg("cannot start the new %s: %s; exiting", self_exe,
+		log_msg("starting the new %s", upgrade_path());
+		upgrade_exec(argv);
+		/* It answered the probe a moment ago, from the descriptor
+		 * executed here: out of memory, or of processes.  libfcgi
+		 * cannot serve again after a stop; the web server starts us
+		 * anew. */
+		log_msg("cannot start the new %s: %s; exiting", upgrade_path(),
 		    strerror(errno));
 		rc = 1;
 	}

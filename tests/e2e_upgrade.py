@@ -135,6 +135,17 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
             log = ""
         return log + self.srv.log()[-2000:]
 
+    def log(self, want=None):
+        """The log; with `want`, once it holds that text (the check runs
+        after a request, beside the next ones), 20 s at most."""
+        deadline = time.monotonic() + 20
+        while True:
+            with open(os.path.join(self.sb.dir, "webhook.log")) as f:
+                text = f.read()
+            if want is None or want in text or time.monotonic() > deadline:
+                return text
+            time.sleep(0.05)
+
     def test_rename_over_running_processes(self):
         self.check_upgrade()
         with open(os.path.join(self.sb.dir, "webhook.log")) as f:
@@ -156,12 +167,79 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
             mid = "msg_broken_%d" % i
             self.assertEqual(self.deliver(mid), 200, self.diag())
         self.assertEqual(len(self.rows()), 11)
-        with open(os.path.join(self.sb.dir, "webhook.log")) as f:
-            self.assertIn("the new file does not start", f.read(), self.diag())
+        want = "the new file is not used: it does not start"
+        self.assertIn(want, self.log(want), self.diag())
         pids = self.workers()
         self.assertEqual(len(pids), 2)
         for p in pids:
             self.assertIn("(deleted)", os.readlink("/proc/%d/exe" % p))
+
+
+class TestUpgradeRefusals(TestUpgradeLighttpd):
+    """What is renamed in and must not end a working process, and a
+    symlinked path that must upgrade when the link moves."""
+    test_rename_over_running_processes = None
+    test_a_broken_upload_keeps_the_old_program_serving = None
+
+    def rename_in(self, make):
+        new = self.exe + ".new"
+        make(new)
+        os.rename(new, self.exe)
+
+    def deliver_some(self, n, tag):
+        for i in range(n):
+            mid = "msg_%s_%d" % (tag, i)
+            self.assertEqual(self.deliver(mid), 200, self.diag())
+
+    def test_a_script_claiming_to_be_a_receiver_is_refused(self):
+        self.deliver_some(1, "first")
+
+        def script(p):
+            with open(p, "w") as f:
+                f.write("#!/bin/sh\necho 'webhook.fcgi 9.9'\n"
+                        "echo \"webhook.fcgi upgrade-probe $2 schema 9\"\nexit 0\n")
+            os.chmod(p, 0o755)
+        self.rename_in(script)
+        self.deliver_some(10, "script")
+        self.assertIn("it is not a program", self.log("it is not a program"))
+        self.assertEqual(len(self.rows()), 11)
+
+    def test_the_drainer_renamed_in_is_refused(self):
+        self.deliver_some(1, "first")
+        self.rename_in(lambda p: (shutil.copy(os.path.join(
+            os.path.dirname(FCGI), "webhook-drain"), p), os.chmod(p, 0o755)))
+        self.deliver_some(10, "drainer")
+        want = "not a receiver that knows the upgrade probe"
+        self.assertIn(want, self.log(want))
+
+    def test_a_symlinked_path_upgrades_when_the_link_moves(self):
+        # The web server starts bin/webhook.fcgi, a symlink to a release
+        # directory; the upgrade points it at the next one.
+        rel = os.path.join(self.sb.dir, "rel-1")
+        os.mkdir(rel)
+        os.rename(self.exe, os.path.join(rel, "webhook.fcgi"))
+        os.symlink(os.path.join(rel, "webhook.fcgi"), self.exe)
+        self.srv.stop()
+        self.srv = Lighttpd(self.sb, procs=2, fcgi=self.exe)
+        self.deliver_some(2, "before")
+        rel2 = os.path.join(self.sb.dir, "rel-2")
+        os.mkdir(rel2)
+        shutil.copy(NEXT, os.path.join(rel2, "webhook.fcgi"))
+        os.symlink(os.path.join(rel2, "webhook.fcgi"), self.exe + ".new")
+        os.rename(self.exe + ".new", self.exe)
+        want = new_version()
+        results = []
+        for t in self.run_clients("link", 5, results):
+            t.join()    # several at once: every process takes some
+        self.assertEqual([m for m, st in results if st != 200], [])
+        for i in range(NOTICE_WITHIN):
+            for t in self.run_clients("link%d" % i, 1, results):
+                t.join()
+            seen = {p: version_of(p) for p in self.workers()}
+            if seen and all(v == want for v in seen.values()):
+                break
+        self.assertTrue(seen and all(v == want for v in seen.values()),
+                        "%r\n%s" % (seen, self.diag()))
 
 
 if os.geteuid() == 0:
