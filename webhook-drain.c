@@ -1425,6 +1425,14 @@ cmd_send(const struct config *c, struct opts *o)
 			fprintf(stderr, "webhook-drain: body larger than 64 MiB\n");
 			goto out;
 		}
+	/* A directory reads as nothing, and so does stdin under cron: an
+	 * empty event stored and acknowledged would test nothing. */
+	if (!sample && (ferror(in) || body.len == 0)) {
+		fprintf(stderr, "webhook-drain: %s: %s; nothing sent (send --size "
+		    "N URL sends a test event)\n", in == stdin ? "stdin" :
+		    o->args[1], ferror(in) ? strerror(errno) : "empty");
+		goto out;
+	}
 	snprintf(tsbuf, sizeof tsbuf, "%lld", (long long)time(NULL));
 	if (buf_printf(&content, "%s.%s.", id, tsbuf) == -1 ||
 	    buf_append(&content, body.data ? body.data : "", body.len) == -1 ||
@@ -1453,10 +1461,21 @@ cmd_send(const struct config *c, struct opts *o)
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, curl_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &ours);
 	{
-		CURLcode cc = curl_easy_perform(curl);
-		if (cc != CURLE_OK) {
-			fprintf(stderr, "webhook-drain: send to %s failed: %s\n",
-			    o->args[0], curl_easy_strerror(cc));
+		char detail[CURL_ERROR_SIZE] = "";
+		CURLcode cc;
+
+		curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+		if ((cc = curl_easy_perform(curl)) != CURLE_OK) {
+			const char *ca = api_ca_bundle(c);
+			fprintf(stderr, "webhook-drain: send to %s failed: %s%s%s\n",
+			    o->args[0], curl_easy_strerror(cc),
+			    detail[0] ? ": " : "", detail);
+			if (cc == CURLE_PEER_FAILED_VERIFICATION ||
+			    cc == CURLE_SSL_CACERT_BADFILE)
+				fprintf(stderr, "webhook-drain: the certificate was "
+				    "checked against %s (api_ca_file in %s sets "
+				    "another)\n", ca ? ca : "no CA bundle (none "
+				    "found where distributions keep one)", c->path);
 			goto out;
 		}
 	}
@@ -1738,6 +1757,20 @@ cmd_check(const struct config *c, struct opts *o)
 			sodium_memzero(token, strlen(token));
 			free(token);
 			finding(&f, "ok", "api", "%s, token readable", c->api_url);
+			if (strncmp(c->api_url, "https://", 8) == 0) {
+				const char *ca = api_ca_bundle(c);
+				if (ca == NULL)
+					finding(&f, "FAIL", "api", "no CA bundle found "
+					    "where distributions keep one: https "
+					    "cannot be verified — set api_ca_file = "
+					    "/path/to/ca-bundle.crt");
+				else if (access(ca, R_OK) == -1)
+					finding(&f, "FAIL", "api", "%s: %s — fix "
+					    "api_ca_file", ca, strerror(errno));
+				else
+					finding(&f, "ok", "api", "certificates "
+					    "checked against %s", ca);
+			}
 			if (c->api_token_file != NULL &&
 			    stat(c->api_token_file, &sb) == 0 &&
 			    (sb.st_mode & (S_IRGRP | S_IROTH)))

@@ -17,6 +17,7 @@ struct api {
 	int64_t			 timeout;
 	struct buf		 body;
 	struct buf		 url;
+	char			 detail[CURL_ERROR_SIZE];	/* curl's */
 };
 
 /* Where distributions keep the system's CA bundle, commonest first. */
@@ -101,6 +102,7 @@ api_open(const struct config *c, struct api **out, struct buf *err)
 	curl_easy_setopt(a->curl, CURLOPT_HTTPHEADER, a->headers);
 	curl_easy_setopt(a->curl, CURLOPT_USERAGENT, "webhook-inbox");
 	api_curl_setup(a->curl, c);
+	curl_easy_setopt(a->curl, CURLOPT_ERRORBUFFER, a->detail);
 	curl_easy_setopt(a->curl, CURLOPT_TIMEOUT, (long)a->timeout);
 	curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT,
 	    (long)(a->timeout < 10 ? a->timeout : 10));
@@ -180,9 +182,12 @@ api_get(struct api *a, const char *path, cJSON **json, int64_t *retry_after,
 		return API_BAD;
 	}
 	curl_easy_setopt(a->curl, CURLOPT_URL, a->url.data);
+	a->detail[0] = '\0';
 	cc = curl_easy_perform(a->curl);
 	if (cc != CURLE_OK) {
-		(void)buf_printf(err, "GET %s: %s", path, curl_easy_strerror(cc));
+		/* curl's own words say which certificate check failed. */
+		(void)buf_printf(err, "GET %s: %s%s%s", path, curl_easy_strerror(cc),
+		    a->detail[0] ? ": " : "", a->detail);
 		/* An answer over API_BODY_MAX is no transient trouble. */
 		return cc == CURLE_WRITE_ERROR ? API_BAD : API_RETRY;
 	}
