@@ -63,6 +63,7 @@ struct inbox {
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
 	int		 short_lived;	/* see inbox_options */
+	int		 synchronous_full;	/* commits sync the WAL */
 	int		 wal_frames;	/* group commit: WAL frames after the last commit */
 	/* The files this connection writes, as opened: a receiver must not
 	 * acknowledge into a database that was moved or deleted meanwhile
@@ -563,6 +564,55 @@ check_version(struct inbox *ib, struct buf *err)
 	return INBOX_OK;
 }
 
+/*
+ * "webhook-cgi": SQLite's "unix" VFS, but a WAL file that a sync already
+ * named (walsync.h, walsync_wal_named) is opened without
+ * SQLITE_OPEN_CREATE, so that SQLite does not sync its directory again at
+ * every plain-CGI request (the unix VFS syncs the directory at the first
+ * sync of each connection that opened the WAL with O_CREAT).  SQLite
+ * opens the WAL while it holds the database's shared lock, which keeps
+ * the file from being deleted and made anew meanwhile, so the file
+ * checked is the file opened.  Only short-lived connections use it, one
+ * per process (cgi_ws is the process's).
+ */
+static sqlite3_vfs cgi_vfs;
+static sqlite3_vfs *unix_vfs;
+static struct walsync *cgi_ws;
+
+static int
+cgi_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags,
+    int *out)
+{
+	struct stat sb;
+
+	(void)vfs;
+	if ((flags & SQLITE_OPEN_WAL) && name != NULL && cgi_ws != NULL &&
+	    stat(name, &sb) == 0 &&
+	    walsync_wal_is_named(cgi_ws, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino))
+		flags &= ~SQLITE_OPEN_CREATE;
+	return unix_vfs->xOpen(unix_vfs, name, f, flags, out);
+}
+
+/* The VFS's name for sqlite3_open_v2, or NULL (the default) when "unix"
+ * is not there to wrap. */
+static const char *
+cgi_vfs_name(void)
+{
+	if (unix_vfs == NULL) {
+		if ((unix_vfs = sqlite3_vfs_find("unix")) == NULL)
+			return NULL;
+		cgi_vfs = *unix_vfs;
+		cgi_vfs.zName = "webhook-cgi";
+		cgi_vfs.pNext = NULL;
+		cgi_vfs.xOpen = cgi_open;
+		if (sqlite3_vfs_register(&cgi_vfs, 0) != SQLITE_OK) {
+			unix_vfs = NULL;
+			return NULL;
+		}
+	}
+	return cgi_vfs.zName;
+}
+
 enum inbox_status
 inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
@@ -570,6 +620,7 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 	struct inbox *ib;
 	sqlite3_stmt *st = NULL;
 	enum inbox_status s = INBOX_FAILED;
+	const char *vfs = NULL;
 	int rc;
 
 	*out = NULL;
@@ -593,14 +644,21 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 			close(fd);
 		}
 	}
+	/* Plain CGI: its shared page first, for the VFS above. */
+	if (o->short_lived && !o->group_commit &&
+	    walsync_open(path, &ib->role, err) == 0) {
+		cgi_ws = ib->role;
+		vfs = cgi_vfs_name();
+	}
 	rc = sqlite3_open_v2(path, &ib->db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
 	if (rc != SQLITE_OK) {
 		s = db_fail(ib, err, "cannot open", rc);
 		goto out;
 	}
 	sqlite3_extended_result_codes(ib->db, 1);
 	sqlite3_busy_handler(ib->db, busy_wait, ib);
+	ib->synchronous_full = o->synchronous == CONFIG_SYNC_FULL;
 	if (o->short_lived && !o->group_commit) {
 		ib->short_lived = 1;
 		(void)sqlite3_db_config(ib->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
@@ -659,7 +717,7 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		 * slower, never wrong.  Say why once per open. */
 		if (walsync_open(path, &ib->ws, err) == -1)
 			log_msg("inbox: %s (each process syncs alone)", err->data);
-	} else if (walsync_open(path, &ib->role, err) == 0) {
+	} else if (ib->role != NULL || walsync_open(path, &ib->role, err) == 0) {
 		sqlite3_wal_hook(ib->db, role_wal_hook, ib);
 	}	/* else SQLite's own auto-checkpoint, as any program's */
 	if (shared_file(ib) != NULL)
@@ -716,6 +774,8 @@ inbox_close(struct inbox *ib)
 	sqlite3_finalize(ib->insert);
 	sqlite3_finalize(ib->admit);
 	sqlite3_close(ib->db);
+	if (cgi_ws == ib->role)
+		cgi_ws = NULL;
 	walsync_close(ib->ws);
 	walsync_close(ib->role);
 	free(ib->path);
@@ -744,11 +804,26 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
 	int rc, changed = 0;
 
+	struct stat wal = { 0 };
+	char walpath[PATH_MAX + 8];
+
 	if ((rc = begin(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "begin", rc);
+	/* Plain CGI: the WAL this commit writes (under the write lock: it
+	 * cannot be deleted meanwhile).  Once the commit synced it (and, the
+	 * first time, its directory), the file is named for the next
+	 * processes (walsync.h, walsync_wal_named). */
+	if (ib->short_lived && ib->role != NULL &&
+	    (size_t)snprintf(walpath, sizeof walpath, "%s-wal", ib->path) <
+	    sizeof walpath && stat(walpath, &wal) == -1)
+		wal.st_ino = 0;
 	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
 	    (rc = commit(ib)) != SQLITE_OK)
 		return txn_fail(ib, NULL, err, "storing the event", rc);
+	if (wal.st_ino != 0 && ib->synchronous_full && !walsync_wal_is_named(ib->role,
+	    (uint64_t)wal.st_dev, (uint64_t)wal.st_ino))
+		walsync_wal_named(ib->role, (uint64_t)wal.st_dev,
+		    (uint64_t)wal.st_ino);
 	/* Group commit: the sync happens outside the lock. */
 	if (ib->group_commit && (rc = make_durable(ib)) != SQLITE_OK)
 		return db_fail(ib, err, "syncing the WAL", rc);

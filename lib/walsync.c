@@ -38,6 +38,10 @@ struct shared {
 	uint64_t	ckpt_frames;	/* wal_frames when the last checkpoint began */
 	uint32_t	ckpt_mode;	/* its mode: WALSYNC_PASSIVE / _RESTART */
 	uint32_t	pad2;
+	/* The WAL file whose directory entry a sync has made durable
+	 * (walsync_wal_named); zero in older files: nothing known. */
+	uint64_t	named_dev;
+	uint64_t	named_ino;
 };
 
 struct walsync {
@@ -168,6 +172,25 @@ syncer_release(struct walsync *ws)
 	(void)byte_lock(ws, SYNCER_BYTE, F_UNLCK);
 	__atomic_add_fetch(&ws->sh->gen, 1, __ATOMIC_SEQ_CST);
 	(void)syscall(SYS_futex, &ws->sh->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void
+walsync_wal_named(struct walsync *ws, uint64_t dev, uint64_t ino)
+{
+	/* Two words, so a reader could see a torn pair: ino first cleared,
+	 * the pair written, ino last.  A torn read compares unequal to any
+	 * file and only costs a directory sync. */
+	__atomic_store_n(&ws->sh->named_ino, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ws->sh->named_dev, dev, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ws->sh->named_ino, ino, __ATOMIC_SEQ_CST);
+}
+
+int
+walsync_wal_is_named(struct walsync *ws, uint64_t dev, uint64_t ino)
+{
+	return ino != 0 &&
+	    __atomic_load_n(&ws->sh->named_ino, __ATOMIC_SEQ_CST) == ino &&
+	    __atomic_load_n(&ws->sh->named_dev, __ATOMIC_SEQ_CST) == dev;
 }
 
 uint64_t

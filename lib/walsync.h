@@ -120,6 +120,22 @@ struct walsync_turn {
 	int		last_mode;	/* its mode; 0: none yet */
 };
 
+/*
+ * The WAL's name (plain CGI, inbox.h short_lived).  SQLite syncs the WAL's
+ * directory at the first sync of every connection that opened the WAL
+ * with O_CREAT, which every connection does: a second sync per CGI
+ * request, although the file's directory entry was made durable once,
+ * when it was created.  A connection whose commit synced the WAL it opened
+ * with O_CREAT (so the directory too) records the file here
+ * (walsync_wal_named); a later connection that finds the same file (same
+ * device and inode, checked while SQLite holds the database's shared lock,
+ * which keeps the WAL from being deleted) opens it without O_CREAT and
+ * skips that sync.  Anything else (another file, a torn or zero record)
+ * keeps SQLite's sync.
+ */
+void	walsync_wal_named(struct walsync *ws, uint64_t dev, uint64_t ino);
+int	walsync_wal_is_named(struct walsync *ws, uint64_t dev, uint64_t ino);
+
 /* From SQLite's commit hook (the connection holds the write lock): the
  * checkpoint generation this commit begins in.  Never fails. */
 uint64_t walsync_write_gen(struct walsync *ws);

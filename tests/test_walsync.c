@@ -113,6 +113,31 @@ ms_since(int64_t t0)
 }
 
 /* Alone, every commit gets its own sync: nothing else can cover it. */
+/* The WAL's name (plain CGI): known only for the very file recorded,
+ * by every handle on the page, and never for a zero record (an older
+ * file, or none yet). */
+START_TEST(the_wal_named_is_that_file_only)
+{
+	char db[256];
+	struct walsync *a, *b;
+
+	db_path(db, sizeof db, "named");
+	a = open_ok(db);
+	b = open_ok(db);
+	ck_assert(!walsync_wal_is_named(b, 0, 0));
+	ck_assert(!walsync_wal_is_named(b, 2049, 77));
+	walsync_wal_named(a, 2049, 77);
+	ck_assert(walsync_wal_is_named(b, 2049, 77));
+	ck_assert(!walsync_wal_is_named(b, 2049, 78));	/* made anew */
+	ck_assert(!walsync_wal_is_named(b, 2050, 77));	/* another disk */
+	walsync_wal_named(b, 2049, 78);
+	ck_assert(!walsync_wal_is_named(a, 2049, 77));
+	ck_assert(walsync_wal_is_named(a, 2049, 78));
+	walsync_close(a);
+	walsync_close(b);
+}
+END_TEST
+
 START_TEST(alone_each_commit_syncs)
 {
 	char db[256];
@@ -658,6 +683,7 @@ suite(void)
 	TCase *tc = tcase_create("walsync");
 
 	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, the_wal_named_is_that_file_only);
 	tcase_add_test(tc, alone_each_commit_syncs);
 	tcase_add_test(tc, commits_during_a_sync_share_the_next);
 	tcase_add_test(tc, a_hung_syncer_stalls_nobody);
