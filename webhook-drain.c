@@ -1385,7 +1385,11 @@ cmd_send(const struct config *c, struct opts *o)
 	int rc = EXIT_FAILED, ours = 0, sample;
 	char chunk[65536];
 
-	if (o->nargs < 1 || o->nargs > 2 || (o->size > 0 && o->nargs == 2)) {
+	if (o->size > 0 && o->nargs == 2) {
+		fprintf(stderr, "webhook-drain: send: FILE or --size, not both\n");
+		return EXIT_USAGE;
+	}
+	if (o->nargs < 1 || o->nargs > 2) {
 		usage();
 		return EXIT_USAGE;
 	}
@@ -2291,6 +2295,10 @@ main(int argc, char **argv)
 	const char *cmd;
 	int ch, rc;
 
+	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+		usage();
+		return 0;
+	}
 	if (argc == 2 && (strcmp(argv[1], "--version") == 0 ||
 	    strcmp(argv[1], "-V") == 0)) {
 		version_print(stdout, "webhook-drain");

@@ -472,7 +472,8 @@ handle(struct worker *w, struct request *r)
 	}
 	if ((site = site_acquire(r, &w->err)) == NULL ||
 	    prepare(site, r, &w->err) == -1) {
-		refuse(r, 503, id, "not configured (see the config line above)");
+		refuse(r, 503, id, "not usable: see the config: or inbox: line "
+		    "logged when it was read or opened");
 		goto out;
 	}
 	if (id == NULL || *id == '\0' || ts == NULL || *ts == '\0') {

@@ -943,10 +943,9 @@ class TestTheLog(GuideCase):
         self.assertNotEqual(r.returncode, 0, r.stdout)
         m = re.match(r"503 webhook-id=(msg_\w+) ", r.stdout)
         self.assertTrue(m, "%s: %r %r" % (line, r.stdout, r.stderr))
-        # The reason, and the refusal pointing at it.  (Not the last line
-        # as the guide says: the last is "refused 503 …: not configured
-        # (see the config line above)", the reason the line above it, and
-        # a FastCGI process logs the reason once, not at each refusal.)
+        # The reason (an inbox: line, as the guide's 503 row says), and
+        # the refusal pointing at it (a FastCGI process logs the reason
+        # once, when it opens the inbox, not at each refusal).
         log = self.log_text()
         self.assertRegex(log, r"inbox: %s/webhok/inbox.db: cannot open"
                          % re.escape(HOME), self.host.diag())
