@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
