@@ -5,10 +5,14 @@ A host without FastCGI, and the .htaccess snippet's branch for large
 bodies, start the receiver once per request.  This measures that whole
 life (process start, config, inbox open, verify, commit, answer, exit)
 against a ceiling measured in the same run: bench/cgi_ceiling, a static
-CGI program that appends the body to a file and fdatasync()s it.  Both
-run under the same client (bench/cgiloop: fork, environment, body on
-stdin, answer read, process reaped; one request at a time), alternated,
-PAIRS times.  Goal (issue 16): the receiver at >= 0.7 x the ceiling.
+CGI program that appends the body to a file and fdatasync()s it, and
+against bench/cgi_sqlite_floor, the least a CGI program that keeps its
+events in SQLite does (open, one INSERT with synchronous=FULL, answer,
+checkpoint after the answer): what any SQLite-backed plain-CGI receiver
+pays on this machine before it verifies or parses anything.  All run
+under the same client (bench/cgiloop: fork, environment, body on stdin,
+answer read, process reaped; one request at a time), alternated, PAIRS
+times.  Goal (issue 16): the receiver at >= 0.7 x the ceiling.
 
   cgi.py BUILD_STATIC BUILD [--requests N] [--pairs P] [--out FILE]
 
@@ -84,8 +88,9 @@ def main():
     a = ap.parse_args()
     loop = os.path.join(a.build, "bench", "cgiloop")
     ceiling = os.path.join(a.static, "bench", "cgi_ceiling")
+    floor = os.path.join(a.static, "bench", "cgi_sqlite_floor")
     ours = os.path.join(a.static, "webhook.fcgi")
-    for p in (loop, ceiling, ours):
+    for p in (loop, ceiling, floor, ours):
         if not os.access(p, os.X_OK):
             sys.exit("cgi.py: %s is not built" % p)
     tmp = tempfile.mkdtemp(prefix="webhook-bench-cgi-")
@@ -94,13 +99,18 @@ def main():
         with open(conf, "w") as f:
             f.write("database = %s/inbox.db\nsecret = %s\n" % (tmp, SECRET))
         sink = os.path.join(tmp, "ceiling.data")
+        floordb = os.path.join(tmp, "floor.db")
+        subprocess.run(["sqlite3", floordb, "PRAGMA journal_mode = WAL; "
+                        "CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)"],
+                       check=True, capture_output=True)
         rows = []
         for pair in range(a.pairs):
             reqs = os.path.join(tmp, "r%d" % pair)
             requests(reqs, a.requests, "p%d" % pair)
             c = run(loop, ceiling, reqs, sink)
+            f = run(loop, floor, reqs, floordb)
             o = run(loop, ours, reqs, conf)
-            rows.append((c, o))
+            rows.append((c, f, o))
         sc = syscalls(loop, ceiling, reqs, sink, tmp)
         requests(reqs, 1, "strace")
         so = syscalls(loop, ours, reqs, conf, tmp)
@@ -109,19 +119,29 @@ def main():
                                 capture_output=True, text=True).stdout.strip()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ratios = [o / c for c, o in rows]
+    ratios = [o / c for c, f, o in rows]
+    floors = [f / c for c, f, o in rows]
+    vs_floor = [o / f for c, f, o in rows]
     lines = ["### Plain CGI: a process per request (bench/cgi.py)", "",
              "%d requests per run, one at a time, runs alternated; the ceiling "
              "appends each body to a file and fdatasync()s it (static, like "
-             "the receiver)." % a.requests, "",
-             "| pair | ceiling req/s | webhook.fcgi (static) req/s | ratio |",
-             "|---|---|---|---|"]
-    for i, (c, o) in enumerate(rows):
-        lines.append("| %d | %.0f | %.0f | %.2f |" % (i + 1, c, o, o / c))
-    lines += ["", "Median ratio **%.2f** (goal >= 0.70); %s rows stored of %d sent. "
+             "the receiver); the SQLite floor opens a one-table WAL database, "
+             "inserts the body with synchronous=FULL and answers (static too)."
+             % a.requests, "",
+             "| round | ceiling req/s | SQLite floor req/s | webhook.fcgi (static) req/s "
+             "| floor / ceiling | webhook.fcgi / ceiling | webhook.fcgi / floor |",
+             "|---|---|---|---|---|---|---|"]
+    for i, (c, f, o) in enumerate(rows):
+        lines.append("| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |"
+                     % (i + 1, c, f, o, f / c, o / c, o / f))
+    lines += ["", "Medians: webhook.fcgi / ceiling **%.2f** (goal >= 0.70); "
+              "SQLite floor / ceiling **%.2f**; webhook.fcgi / floor **%.2f**." % (
+                  statistics.median(ratios), statistics.median(floors),
+                  statistics.median(vs_floor)),
+              "%s rows stored of %d sent. "
               "One request's syscalls (strace -f -c, process start included): "
               "ceiling %s; webhook.fcgi %s." % (
-                  statistics.median(ratios), stored,
+                  stored,
                   a.pairs * a.requests + 1, sc, so), ""]
     text = "\n".join(lines)
     print(text)
