@@ -164,6 +164,21 @@ key_like(const char *s)
 	return digits <= 2;
 }
 
+static const struct key *near_key(const char *);
+
+/* May a refused line's key be printed?  Only a key of the table or a near
+ * miss of one (near_key): any other word may be a short pasted secret. */
+static int
+known_or_near(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		if (strcmp(s, keys[i].name) == 0)
+			return 1;
+	return near_key(s) != NULL;
+}
+
 /*
  * Record the first error of the file, "file:line: key: what" (key NULL:
  * "file:line: what"); later ones are dropped, but reading goes on (a `log`
@@ -187,8 +202,9 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 		(void)buf_printf(p->err, "%s:%d: %s", p->path, p->line, what);
 	else
 		(void)buf_printf(p->err, "%s:%d: %s: %s", p->path, p->line,
-		    key_like(key) ? util_escape(key, strlen(key), name,
-		    sizeof name) : "(a line that is not key = value)", what);
+		    !key_like(key) ? "(a line that is not key = value)" :
+		    !known_or_near(key) ? "(a word that is not a key)" :
+		    util_escape(key, strlen(key), name, sizeof name), what);
 	return -1;
 }
 

@@ -9,8 +9,31 @@
 #include "signature.h"
 #include "util.h"
 
+/*
+ * Is s[0..len) made of the standard base64 alphabet, with '=' only as the
+ * last one or two bytes?  libsodium 1.0.18 (Debian 12) decodes any byte
+ * 0x80-0xFF as '/', so without this a signature with '/' replaced by a
+ * high byte still verified and "whsec_\x80\x80\x80\x80" loaded as a key.
+ */
+static int
+b64_alphabet(const char *s, size_t len)
+{
+	size_t i, body = len;
+
+	while (body > 0 && len - body < 2 && s[body - 1] == '=')
+		body--;
+	for (i = 0; i < body; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '+' || c == '/'))
+			return 0;
+	}
+	return 1;
+}
+
 /* Decode standard base64, padded or (when allow_unpadded) not, requiring
- * every input byte to be consumed.  Returns decoded length or -1. */
+ * every input byte to be consumed and to belong to the alphabet.  Returns
+ * decoded length or -1. */
 static long
 decode_b64(const char *s, size_t len, unsigned char *bin, size_t binmax,
     int allow_unpadded)
@@ -18,6 +41,8 @@ decode_b64(const char *s, size_t len, unsigned char *bin, size_t binmax,
 	size_t binlen;
 	const char *end;
 
+	if (!b64_alphabet(s, len))
+		return -1;
 	if (sodium_base642bin(bin, binmax, s, len, NULL, &binlen, &end,
 	    sodium_base64_VARIANT_ORIGINAL) == 0 && end == s + len)
 		return (long)binlen;

@@ -282,6 +282,28 @@ header_after(int nbad, const char *bad, const char *sep)
 	return h;
 }
 
+/* The known-answer signature with its '/' replaced by each high byte
+ * (libsodium 1.0.18 decodes 0x80-0xFF as '/'): never verifies, while the
+ * untouched one does.  The canonical form is the contract, not the MAC. */
+START_TEST(high_bytes_not_slash)
+{
+	struct signature_key k;
+	char header[] = "v1," KAT_SIG;
+	char *slash = strchr(header + 3, '/');
+	size_t which;
+
+	ck_assert_ptr_nonnull(slash);
+	key_ok(KAT_SECRET, &k);
+	ck_assert_int_eq(verify_kat(&k, 1, header, &which), 0);
+	for (int c = 0x80; c <= 0xff; c++) {
+		*slash = (char)c;
+		ck_assert_msg(verify_kat(&k, 1, header, &which) == -1,
+		    "byte 0x%02x verified as '/'", c);
+	}
+	signature_key_wipe(&k);
+}
+END_TEST
+
 START_TEST(entry_cap)
 {
 	struct signature_key k;
@@ -538,6 +560,10 @@ START_TEST(key_refused)
 		"whsec_AQIDBA=",		/* half the padding */
 		"whsec_not!base64",
 		"WHSEC_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		/* Bytes 0x80-0xFF: libsodium 1.0.18 read them as '/'. */
+		"whsec_\x80\x80\x80\x80",
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS\xff",
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\xc3\xa9",
 		/* whpk_ must be exactly 32 bytes. */
 		"whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOig==",	/* 31 */
 		"whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4A",	/* 33 */
@@ -659,6 +685,7 @@ signature_suite(void)
 	tcase_add_test(tc, joined_header_trailing_comma);
 	tcase_add_test(tc, second_key_verifies);
 	tcase_add_test(tc, entry_cap);
+	tcase_add_test(tc, high_bytes_not_slash);
 	tcase_add_test(tc, header_len_respected);
 	tcase_add_test(tc, labels_exact);
 	tcase_add_test(tc, ed25519_entry);
