@@ -27,6 +27,7 @@
 
 #include "lib/event.h"
 #include "lib/inbox.h"
+#include "lib/inbox_sqlite.h"
 #include "lib/instant.h"
 #include "lib/walsync.h"
 #include "tests/check_common.h"
@@ -66,7 +67,7 @@ static struct inbox *
 open_at(const char *path, int64_t busy_ms)
 {
 	struct inbox_options o = { .busy_timeout_ms = busy_ms,
-	    .synchronous = CONFIG_SYNC_NORMAL };
+	    .synchronous = INBOX_SYNC_NORMAL };
 	struct inbox *p = NULL;
 
 	OK(inbox_open(path, &o, &p, &err));
@@ -517,7 +518,7 @@ START_TEST(open_refuses_newer_schema)
 {
 	char path[512];
 	struct inbox_options o = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	struct inbox *p = (struct inbox *)&o;	/* must come back NULL */
 	sqlite3 *db;
 
@@ -543,7 +544,7 @@ START_TEST(open_unopenable)
 {
 	char path[600];
 	struct inbox_options o = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	struct inbox *p = NULL;
 	FILE *f;
 
@@ -583,7 +584,7 @@ static void __attribute__((noreturn))
 racer(const char *path, int i, const int go[2])
 {
 	struct inbox_options o = { .busy_timeout_ms = 5000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	char id[32], c;
 
 	close(go[1]);
@@ -1795,7 +1796,7 @@ START_TEST(note_run)
 END_TEST
 
 /*
- * Checkpoint turns (inbox_checkpoint_turn; SQLite's WAL-reset race,
+ * Checkpoint turns (inbox_wal_checkpoint_turn; SQLite's WAL-reset race,
  * walsync.h "Checkpoints"), through real connections: every commit opens
  * the gate (commit hook + WAL hook), a checkpoint closes it, a turn with no
  * commit since runs nothing — on a receiver's group-commit connection and
@@ -1804,7 +1805,7 @@ END_TEST
 START_TEST(checkpoint_turns_follow_commits)
 {
 	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
+	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_turn t;
@@ -1817,7 +1818,7 @@ START_TEST(checkpoint_turns_follow_commits)
 	ck_assert_ptr_nonnull(body);
 	memset(body, 'x', 8191);
 	ib = w;
-	for (i = 0; inbox_wal_frames(w) < INBOX_CHECKPOINT_FRAMES; i++) {
+	for (i = 0; inbox_wal_frames(w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
 		snprintf(id, sizeof id, "msg_turn%05d", i);
 		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
 	}
@@ -1834,7 +1835,7 @@ START_TEST(checkpoint_turns_follow_commits)
 
 	/* Due by size (the WAL is twice the threshold), but no commit since
 	 * the last checkpoint: nothing runs. */
-	for (; inbox_wal_frames(w) < 2 * INBOX_CHECKPOINT_FRAMES + 100; i++) {
+	for (; inbox_wal_frames(w) < 2 * INBOX_WAL_CHECKPOINT_FRAMES + 100; i++) {
 		snprintf(id, sizeof id, "msg_turn%05d", i);
 		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
 	}
