@@ -1281,6 +1281,55 @@ START_TEST(requeue_stale_and_clocks_never_back)
 }
 END_TEST
 
+/*
+ * A handed-out event that carried the object as the API returned it
+ * (object_version, the drainer's refetch) advances both of the object's
+ * clocks to the later of its own clocks and that version (inbox_rules.c,
+ * later()): a newer version moves them past the event's, an older one
+ * leaves the event's.  Regression: turning later()'s comparison around
+ * (it then picks the earlier) passed every other test.
+ */
+START_TEST(refetch_version_advances_clocks)
+{
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox_event e;
+	char s[80];
+
+	/* The API served the object at 12:00, newer than the 10:00 event. */
+	store("r1", "t", AT("10:00:00"), "order", "R", AT("10:00:00"));
+	inbox_event_init(&e);
+	take("r1", t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	ck_assert_int_eq(instant_parse(AT("12:00:00"), strlen(AT("12:00:00")),
+	    e.object_version), 0);
+	OK(inbox_finish_done(ib, &e, t, NULL, 0, &err));
+	inbox_event_free(&e);
+	ck_assert_str_eq(raw_text(dbpath, "SELECT done_created_at || ' ' ||"
+	    " done_updated_at FROM objects WHERE object_id = 'R'", s, sizeof s),
+	    "2026-03-01T12:00:00.000000000Z 2026-03-01T12:00:00.000000000Z");
+	/* So an 11:00 event of it, late, is stale by either clock. */
+	store("r2", "t", AT("11:00:00"), "order", "R", NULL);
+	ck_assert_int_eq(take_claim("r2", t, 0), INBOX_MARKED_STALE);
+	store("r3", "t", NULL, "order", "R", AT("11:00:00"));
+	ck_assert_int_eq(take_claim("r3", t, 0), INBOX_MARKED_STALE);
+
+	/* Served at 09:00, older than the 11:00 event: the event's clocks. */
+	store("q1", "t", AT("11:00:00"), "order", "Q", AT("11:00:00"));
+	inbox_event_init(&e);
+	take("q1", t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	ck_assert_int_eq(instant_parse(AT("09:00:00"), strlen(AT("09:00:00")),
+	    e.object_version), 0);
+	OK(inbox_finish_done(ib, &e, t, NULL, 0, &err));
+	inbox_event_free(&e);
+	ck_assert_str_eq(raw_text(dbpath, "SELECT done_created_at || ' ' ||"
+	    " done_updated_at FROM objects WHERE object_id = 'Q'", s, sizeof s),
+	    "2026-03-01T11:00:00.000000000Z 2026-03-01T11:00:00.000000000Z");
+	store("q2", "t", AT("10:00:00"), "order", "Q", NULL);
+	ck_assert_int_eq(take_claim("q2", t, 0), INBOX_MARKED_STALE);
+}
+END_TEST
+
 START_TEST(clocks_advance_per_clock)
 {
 	int64_t t = now_ns() + 60 * SEC;
@@ -1905,6 +1954,7 @@ inbox_suite(void)
 	tcase_add_loop_test(tc, stale_rule, 0, (int)NELEM(stale_cases));
 	tcase_add_test(tc, no_object_never_stale);
 	tcase_add_test(tc, requeue_stale_and_clocks_never_back);
+	tcase_add_test(tc, refetch_version_advances_clocks);
 	tcase_add_test(tc, clocks_advance_per_clock);
 	suite_add_tcase(s, tc);
 
