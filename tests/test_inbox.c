@@ -1289,23 +1289,35 @@ END_TEST
  * leaves the event's.  Regression: turning later()'s comparison around
  * (it then picks the earlier) passed every other test.
  */
-START_TEST(refetch_version_advances_clocks)
+/* Take, claim and finish `id` as done with the object as the API served
+ * it at `version` (ISO-8601); returns the object's clocks afterwards. */
+static const char *
+done_at_version(const char *id, const char *oid, const char *version,
+    int64_t t)
 {
-	int64_t t = now_ns() + 60 * SEC;
+	static char s[80];
+	char sql[160];
 	struct inbox_event e;
-	char s[80];
 
-	/* The API served the object at 12:00, newer than the 10:00 event. */
-	store("r1", "t", AT("10:00:00"), "order", "R", AT("10:00:00"));
 	inbox_event_init(&e);
-	take("r1", t, &e);
+	take(id, t, &e);
 	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
-	ck_assert_int_eq(instant_parse(AT("12:00:00"), strlen(AT("12:00:00")),
+	ck_assert_int_eq(instant_parse(version, strlen(version),
 	    e.object_version), 0);
 	OK(inbox_finish_done(ib, &e, t, NULL, 0, &err));
 	inbox_event_free(&e);
-	ck_assert_str_eq(raw_text(dbpath, "SELECT done_created_at || ' ' ||"
-	    " done_updated_at FROM objects WHERE object_id = 'R'", s, sizeof s),
+	snprintf(sql, sizeof sql, "SELECT done_created_at || ' ' ||"
+	    " done_updated_at FROM objects WHERE object_id = '%s'", oid);
+	return raw_text(dbpath, sql, s, sizeof s);
+}
+
+START_TEST(refetch_version_advances_clocks)
+{
+	int64_t t = now_ns() + 60 * SEC;
+
+	/* The API served the object at 12:00, newer than the 10:00 event. */
+	store("r1", "t", AT("10:00:00"), "order", "R", AT("10:00:00"));
+	ck_assert_str_eq(done_at_version("r1", "R", AT("12:00:00"), t),
 	    "2026-03-01T12:00:00.000000000Z 2026-03-01T12:00:00.000000000Z");
 	/* So an 11:00 event of it, late, is stale by either clock. */
 	store("r2", "t", AT("11:00:00"), "order", "R", NULL);
@@ -1315,15 +1327,7 @@ START_TEST(refetch_version_advances_clocks)
 
 	/* Served at 09:00, older than the 11:00 event: the event's clocks. */
 	store("q1", "t", AT("11:00:00"), "order", "Q", AT("11:00:00"));
-	inbox_event_init(&e);
-	take("q1", t, &e);
-	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
-	ck_assert_int_eq(instant_parse(AT("09:00:00"), strlen(AT("09:00:00")),
-	    e.object_version), 0);
-	OK(inbox_finish_done(ib, &e, t, NULL, 0, &err));
-	inbox_event_free(&e);
-	ck_assert_str_eq(raw_text(dbpath, "SELECT done_created_at || ' ' ||"
-	    " done_updated_at FROM objects WHERE object_id = 'Q'", s, sizeof s),
+	ck_assert_str_eq(done_at_version("q1", "Q", AT("09:00:00"), t),
 	    "2026-03-01T11:00:00.000000000Z 2026-03-01T11:00:00.000000000Z");
 	store("q2", "t", AT("10:00:00"), "order", "Q", NULL);
 	ck_assert_int_eq(take_claim("q2", t, 0), INBOX_MARKED_STALE);
