@@ -190,6 +190,8 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	int rc;
 
 	memset(r, 0, sizeof *r);
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK)
+		return ib_fail(ib, err, "preparing the hold rule", rc);
 	/* One read transaction, so the figures agree with each other. */
 	if ((rc = ib_exec(ib, "BEGIN")) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);

@@ -24,46 +24,60 @@
 #define OUTPUT_KEEP	4096
 
 /*
- * "No pending event of the same object sorts before this one": among the
- * admitted rows through the hold index, and among the few not yet
- * admitted (schema.sql) by reading them all.  admitted is 0 or 1, so the
- * two together are every row: the answer never depends on admission,
- * only its cost does.  For the drainer, which admits as it goes (admit,
- * inbox_claim), one event at a time.
+ * The hold rule (DESIGN.md "Per-object order under failure";
+ * docs/inbox-rules.md "Hold"), the one place it is written: a pending
+ * event with an object key is held while a pending event of its own
+ * object (object_type, object_id) sorts before it in hand-out order
+ * (sort_at, received_at, rowid).  inbox_held lists the held events'
+ * rowids; every statement that needs the rule asks it about one row
+ * ("NOT EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"), which
+ * SQLite flattens into a lookup of that row.
+ *
+ * Where the earlier events are found: among the admitted rows through the
+ * hold index, and among those not yet admitted (schema.sql) in
+ * `unadmitted`, read once per statement and searched through an automatic
+ * index on (object_type, object_id).  admitted is 0 or 1, so the two
+ * together are every row: the answer never depends on admission, only
+ * its cost does.  Per statement, O(P log U + U log U) for P rows asked
+ * about and U not admitted: the drainer admits as it goes (U stays
+ * small), and list and status, which never write, read a backlog of
+ * unadmitted rows (no drainer for a day) once, not once per row (20 000
+ * of each: 0.5 s, where a per-row scan took a minute).
+ *
+ * A TEMP view: the connection's own, no change to the inbox's schema.
+ * Created by hold_ready on a connection's first use of the rule
+ * (receivers never use it), outside any transaction so that a rollback
+ * cannot take it away.
  */
-#define HELD_BY(e, from, rid) \
-	" EXISTS (SELECT 1 FROM " from \
-	"   AND o.object_type = " e ".object_type" \
-	"   AND o.object_id = " e ".object_id" \
-	"   AND (o.sort_at, o.received_at, o." rid ") <" \
-	"       (" e ".sort_at, " e ".received_at, " e ".rowid))"
-#define ADMITTED_PENDING \
-	"events o INDEXED BY events_object_pending" \
-	" WHERE o.admitted = 1 AND o.state = 'pending'"
-#define NOT_HELD(e) \
-	" (" e ".object_id IS NULL OR NOT (" \
-	HELD_BY(e, ADMITTED_PENDING, "rowid") " OR" \
-	HELD_BY(e, "events o INDEXED BY events_unadmitted" \
-	    " WHERE o.admitted = 0 AND o.state = 'pending'", "rowid") "))"
+static const char hold_view[] =
+    "CREATE TEMP VIEW IF NOT EXISTS inbox_held (rid) AS\n"
+    "WITH unadmitted AS MATERIALIZED (\n"
+    "    SELECT object_type, object_id, sort_at, received_at, rowid AS rid\n"
+    "    FROM events INDEXED BY events_unadmitted\n"
+    "    WHERE admitted = 0 AND state = 'pending' AND object_id IS NOT NULL)\n"
+    "SELECT e.rowid FROM events e\n"
+    "WHERE e.state = 'pending' AND e.object_id IS NOT NULL AND (\n"
+    "    EXISTS (SELECT 1 FROM events o INDEXED BY events_object_pending\n"
+    "        WHERE o.admitted = 1 AND o.state = 'pending'\n"
+    "        AND o.object_type = e.object_type AND o.object_id = e.object_id\n"
+    "        AND (o.sort_at, o.received_at, o.rowid) <\n"
+    "            (e.sort_at, e.received_at, e.rowid))\n"
+    "    OR EXISTS (SELECT 1 FROM unadmitted o\n"
+    "        WHERE o.object_type = e.object_type AND o.object_id = e.object_id\n"
+    "        AND (o.sort_at, o.received_at, o.rid) <\n"
+    "            (e.sort_at, e.received_at, e.rowid)))";
 
-/*
- * The same for statements that evaluate the hold for many rows (list,
- * status), which do not admit: they stay read-only, and a backlog of
- * unadmitted rows (no drainer for a day) must not make them read it once
- * per row.  The statement starts WITH_UNADMITTED: the pending rows not
- * yet admitted, read once, which SQLite searches through an automatic
- * index on (object_type, object_id) — O((P + U) log U), where NOT_HELD
- * would be O(P × U) (20 000 of each: 0.07 s against 56 s).
- */
-#define WITH_UNADMITTED \
-	"WITH unadmitted AS MATERIALIZED (SELECT object_type, object_id," \
-	" sort_at, received_at, rowid AS rid" \
-	" FROM events INDEXED BY events_unadmitted" \
-	" WHERE admitted = 0 AND state = 'pending' AND object_id IS NOT NULL) "
-#define NOT_HELD_MANY(e) \
-	" (" e ".object_id IS NULL OR NOT (" \
-	HELD_BY(e, ADMITTED_PENDING, "rowid") " OR" \
-	HELD_BY(e, "unadmitted o WHERE 1", "rid") "))"
+int
+ib_hold_ready(struct inbox *ib)
+{
+	int rc;
+
+	if (ib->hold_ready)
+		return SQLITE_OK;
+	if ((rc = ib_exec(ib, hold_view)) == SQLITE_OK)
+		ib->hold_ready = 1;
+	return rc;
+}
 
 /*
  * Admit up to ADMIT_CHUNK rows not yet admitted into the hold index, in
@@ -89,7 +103,7 @@ admit_chunk(struct inbox *ib, int *n)
 
 /*
  * Admit every row not yet admitted, ADMIT_CHUNK per transaction.  Only
- * performance depends on it (NOT_HELD), so a failure (busy past the
+ * performance depends on it (hold_view), so a failure (busy past the
  * timeout, a read-only inbox) is left for the next call.  Outside any
  * transaction.
  */
@@ -123,7 +137,7 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	    /* The cursor: a range the index seeks to.  Before the first
 	     * event it is ('', '', 0), which sorts before every instant. */
 	    " AND (sort_at, received_at, rowid) > (?4, ?5, ?6)"
-	    " AND" NOT_HELD("e")
+	    " AND NOT EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " ORDER BY sort_at, received_at, rowid LIMIT 1";
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE], settled[INSTANT_SIZE];
@@ -131,11 +145,12 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	int rc;
 
 	/* What arrived since the last call's admission, at most once a
-	 * second: NOT_HELD reads every row not yet admitted. */
+	 * second: the hold rule reads every row not yet admitted. */
 	if (ib->admitted_ns == 0 ||
 	    util_mono_ns() - ib->admitted_ns >= ADMIT_EVERY_NS)
 		admit(ib);
-	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK ||
+	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 4, cur->sort_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
@@ -227,17 +242,20 @@ inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
 {
 	static const char recheck[] =
 	    "SELECT requeued FROM events e WHERE webhook_id = ?1"
-	    " AND state = 'pending' AND" NOT_HELD("e");
+	    " AND state = 'pending'"
+	    " AND NOT EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)";
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE];
 	int rc, stale, n;
 
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK)
+		return ib_fail(ib, err, "preparing the hold rule", rc);
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	/* Admit what arrived since the last claim, in this transaction (its
 	 * sync serves both): the recheck then reads no row not yet admitted,
 	 * and while deliveries keep arriving inbox_next_due only meets the
-	 * few that came during one hand-out (NOT_HELD reads them all). */
+	 * few that came during one hand-out (the hold rule reads them all). */
 	if ((rc = admit_chunk(ib, &n)) != SQLITE_OK)
 		goto fail;
 	if ((rc = sqlite3_prepare_v2(ib->db, recheck, -1, &st, NULL)) != SQLITE_OK ||
@@ -429,9 +447,8 @@ inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
     int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
 {
 	static const char sql[] =
-	    WITH_UNADMITTED
 	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
-	    " state = 'pending' AND NOT" NOT_HELD_MANY("e")
+	    " EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " FROM events e" FILTER_WHERE
 	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
 	sqlite3_stmt *st = NULL;
@@ -441,7 +458,8 @@ inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
 	int rc;
 
 	inbox_event_init(&e);
-	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK ||
+	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_filter(st, f, since, until)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 8, f->limit > 0 ? f->limit : -1)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK) {
@@ -473,11 +491,8 @@ ib_count_held(struct inbox *ib, int64_t *n)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if ((rc = sqlite3_prepare_v2(ib->db,
-	    WITH_UNADMITTED
-	    "SELECT count(*) FROM events e WHERE state = 'pending'"
-	    " AND object_id IS NOT NULL AND NOT" NOT_HELD_MANY("e"), -1, &st,
-	    NULL)) == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT count(*) FROM inbox_held",
+	    -1, &st, NULL)) == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		*n = sqlite3_column_int64(st, 0);
 		rc = SQLITE_OK;
 	}

@@ -122,6 +122,7 @@ struct inbox {
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
 	struct walsync	*role;		/* otherwise: for checkpoint turns */
 	int64_t		 admitted_ns;	/* monotonic ns of the last admit(); 0 never */
+	int		 hold_ready;	/* the TEMP view inbox_held exists */
 };
 
 /* The columns every event query selects, in inbox_event order
@@ -180,8 +181,12 @@ int	ib_read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body);
 int	ib_bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
 	    char since[INSTANT_SIZE], char until[INSTANT_SIZE]);
 
-/* lib/inbox_rules.c: pending events held behind an earlier one of their
- * object (for status); *n. */
+/* lib/inbox_rules.c: the hold rule, the TEMP view inbox_held (rid), made
+ * on the connection's first call; call it outside any transaction, before
+ * a statement that reads inbox_held. */
+int	ib_hold_ready(struct inbox *ib);
+/* Pending events held behind an earlier one of their object (for status,
+ * after ib_hold_ready); *n. */
 int	ib_count_held(struct inbox *ib, int64_t *n);
 
 /* lib/inbox_wal.c: SQLite's busy handler for every connection. */
