@@ -91,10 +91,9 @@ int	inbox_schema_version(void);
  * Upkeep between requests (after the answer was sent), on a connection
  * opened with group_commit or short_lived: whatever the store needs done
  * off the request path to stay bounded (for the SQLite implementation,
- * docs/checkpoints.md).  Cheap when
- * nothing is due; a no-op on other connections.  Returns INBOX_OK, or
- * INBOX_FAILED with the reason in err (harmless: the next call tries
- * again).
+ * docs/checkpoints.md).  Cheap when nothing is due; a no-op on other
+ * connections.  Returns INBOX_OK, or INBOX_FAILED with the reason in err
+ * (harmless: the next call tries again).
  */
 enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);
 
