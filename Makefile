@@ -30,7 +30,7 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
-	   lib/inbox.c lib/handler.c lib/runlock.c lib/api.c \
+	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \

@@ -136,7 +136,8 @@ inbox_exists(const struct config *c)
 static struct inbox *
 open_inbox(const struct config *c)
 {
-	struct inbox_options o = { c->busy_timeout_ms, c->synchronous, 0, 0 };
+	struct inbox_options o = { c->busy_timeout_ms, c->synchronous ==
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0 };
 	struct inbox *ib = NULL;
 	struct buf err;
 
@@ -2013,13 +2014,17 @@ static int
 walk_store(struct walk *w, const char *after, const char *next, int nitems,
     const char *at)
 {
+	struct inbox_batch store = { .d = w->b->d, .n = w->b->n,
+	    .cursor_name = w->cursor_name, .cursor_updated_after = after,
+	    .cursor_page = next };
 	struct buf err;
 	int64_t stored = 0;
 	int rc = 0;
 
 	buf_init(&err, 4096);
-	if (inbox_store_batch(w->ib, w->b->d, w->b->n, w->cursor_name, after,
-	    next, &stored, NULL, &err) != INBOX_OK) {
+	if (inbox_store_batch(w->ib, &store, &err) == INBOX_OK) {
+		stored = store.stored;
+	} else {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = -1;
 	}

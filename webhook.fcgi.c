@@ -318,7 +318,8 @@ prepare(struct site *st, struct request *r, struct buf *err)
 		goto out;
 	}
 	io.busy_timeout_ms = st->conf.busy_timeout_ms;
-	io.synchronous = st->conf.synchronous;
+	io.synchronous = st->conf.synchronous == CONFIG_SYNC_NORMAL ?
+	    INBOX_SYNC_NORMAL : INBOX_SYNC_FULL;
 	/* A FastCGI worker lives for many requests: group commit
 	 * (docs/durability.md).  Plain CGI commits and syncs at once. */
 	io.group_commit = r->fcgi != NULL;

@@ -19,7 +19,7 @@
  *             its table (the inbox's has 21 columns and three more
  *             indexes, DESIGN.md "The inbox")
  *
- * Checkpoints run every INBOX_CHECKPOINT_FRAMES, as webhook.fcgi's
+ * Checkpoints run every INBOX_WAL_CHECKPOINT_FRAMES (lib/inbox_sqlite.h), as webhook.fcgi's
  * checkpointer does, and are counted.  Each (way, N) starts from a fresh
  * database filled with `prefill` rows first (not counted).
  *
@@ -98,7 +98,7 @@ store(struct inbox *ib, int n, long *seq, int checkpointing, struct buf *err)
 	struct event_fields f[MAXN];
 	struct inbox_delivery d[MAXN] = { { 0 } };
 	int changed[MAXN], i, rc = 0;
-	int64_t stored;
+	struct inbox_batch b = { .d = d, .n = (size_t)n, .changed = changed };
 
 	for (i = 0; i < n; i++) {
 		make(i, seq);
@@ -107,8 +107,7 @@ store(struct inbox *ib, int n, long *seq, int checkpointing, struct buf *err)
 		d[i] = (struct inbox_delivery){ ids[i], 1764496800, "fp", bodies[i],
 		    BODY, &f[i] };
 	}
-	if (inbox_store_batch(ib, d, (size_t)n, NULL, NULL, NULL, &stored,
-	    changed, err) != INBOX_OK || stored != n)
+	if (inbox_store_batch(ib, &b, err) != INBOX_OK || b.stored != n)
 		rc = -1;
 	for (i = 0; i < n; i++)
 		event_fields_free(&f[i]);
@@ -134,7 +133,7 @@ run(const char *dir, const char *way, int durable, int n, long rows,
 		goto out;
 	memset(&o, 0, sizeof o);
 	o.busy_timeout_ms = 5000;
-	o.synchronous = durable ? CONFIG_SYNC_FULL : CONFIG_SYNC_NORMAL;
+	o.synchronous = durable ? INBOX_SYNC_FULL : INBOX_SYNC_NORMAL;
 	o.group_commit = durable;
 	if (inbox_open(path.data, &o, &ib, &err) != INBOX_OK) {
 		fprintf(stderr, "commit_cost: %s\n", err.data);

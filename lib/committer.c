@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "committer.h"
+#include "inbox_sqlite.h"
 
 /* One waiting delivery; lives on its request thread's stack.  The thread
  * sleeps on its own semaphore (wake) until a leader has set `role`:
@@ -84,9 +85,9 @@ checkpointer_main(void *arg)
 		pthread_mutex_unlock(&cm->mu);
 		/* Usually a look at the shared page and nothing more; whichever
 		 * receiver process is writing takes the turn when one is due
-		 * (inbox_checkpoint_turn: one at a time, SQLite's WAL-reset
+		 * (inbox_wal_checkpoint_turn: one at a time, SQLite's WAL-reset
 		 * race). */
-		if (inbox_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
+		if (inbox_wal_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
 			log_msg("inbox: %s", err.data);
 		pthread_mutex_lock(&cm->mu);
 		if (cm->ckpt_stop)
@@ -123,12 +124,12 @@ committer_open(const char *path, const struct inbox_options *o,
 	wo.group_commit = 1;
 	cm->wo = wo;
 	co.group_commit = 0;
-	co.synchronous = CONFIG_SYNC_FULL;
+	co.synchronous = INBOX_SYNC_FULL;
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
 		goto fail;
 	/* Without group commit (synchronous=NORMAL) the writer checkpoints
 	 * by itself like any SQLite connection; no thread needed. */
-	if (o->group_commit && o->synchronous == CONFIG_SYNC_FULL) {
+	if (o->group_commit && o->synchronous == INBOX_SYNC_FULL) {
 		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
 			goto fail;
 		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
@@ -174,9 +175,9 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 {
 	struct inbox_delivery d[COMMITTER_BATCH] = { { 0 } };
 	int changed[COMMITTER_BATCH];
+	struct inbox_batch b = { .d = d, .n = n, .changed = changed };
 	struct pending *p;
 	enum inbox_status s;
-	int64_t stored;
 	size_t i;
 
 	for (i = 0, p = batch; i < n; i++, p = p->next)
@@ -195,8 +196,7 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 	}
 	/* The first request's buffer carries the reason for everyone. */
 	if (s == INBOX_OK)
-		s = inbox_store_batch(cm->writer, d, n, NULL, NULL, NULL, &stored,
-		    changed, batch->err);
+		s = inbox_store_batch(cm->writer, &b, batch->err);
 	/* Any failed batch, busy included: the next leader starts from a
 	 * fresh connection, whatever state this one was left in (a connection
 	 * stuck in a transaction would otherwise fail every batch after). */

@@ -14,7 +14,7 @@
  * lone request waits for nobody.
  *
  * A checkpointer thread with its own connection (synchronous=FULL) takes
- * the checkpoint turns (inbox_checkpoint_turn) after the leader's commits,
+ * the checkpoint turns (inbox_wal_checkpoint_turn, inbox_sqlite.h) after the leader's commits,
  * and once a second when idle: the WAL stays bounded and no request ever
  * waits for a checkpoint.  (A checkpoint must sync the database file
  * before the WAL can be reused; the writer connection, which commits

@@ -1,9 +1,14 @@
 /*
  * inbox: the event store (DESIGN.md "The inbox", "The drainer").
  *
- * This interface speaks of events and states only — never of SQLite handles
- * or SQL text — so that a PostgreSQL implementation can sit behind it.
- * Every write is one short explicit transaction (BEGIN IMMEDIATE … COMMIT);
+ * This interface speaks of events, states and filters only — never of a
+ * database's handles, settings or query text — so that another
+ * implementation (PostgreSQL) can sit behind it.  The SQLite one is
+ * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c and lib/inbox_wal.c,
+ * with what only they share in lib/inbox_sqlite.h.
+ *
+ * Every write is one short explicit transaction that takes the write lock
+ * first (a writer never fails half-way because another wrote meanwhile);
  * nothing here holds a transaction across a call boundary.
  *
  * Times are instants in the normalised form of lib/instant.h, passed as
@@ -15,36 +20,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "event.h"
 #include "instant.h"
 #include "util.h"
 
 struct inbox;
 
+/*
+ * When a commit is durable (DESIGN.md `synchronous`; the config's
+ * CONFIG_SYNC_* map one to one, in the same order).
+ */
+enum inbox_sync {
+	INBOX_SYNC_FULL = 0,	/* on disk before the call returns: a
+				 * receiver's 200 survives a power cut */
+	INBOX_SYNC_NORMAL = 1	/* survives the process's crash; a power cut
+				 * may lose the last commits, never corrupt */
+};
+
 struct inbox_options {
 	int64_t			busy_timeout_ms;	/* wait for the write lock, ≥ 1 */
-	enum config_sync	synchronous;
+	enum inbox_sync		synchronous;
 	/*
-	 * Group commit (for a long-lived receiver process; ignored unless
-	 * synchronous is FULL): commit without syncing while the write lock
-	 * is held, then make the WAL durable after releasing it, so that
-	 * concurrent writers' syncs overlap instead of queueing behind the
-	 * lock.  inbox_store still returns only once the event is on disk.
-	 * Checkpoints leave the store path: call inbox_maintain between
-	 * requests.
+	 * Group commit (for a long-lived receiver process with many threads
+	 * storing; ignored unless synchronous is FULL): commit without
+	 * waiting for the disk while the write lock is held, then wait for
+	 * it after releasing the lock, so that concurrent writers' syncs
+	 * overlap instead of queueing behind the lock.  inbox_store still
+	 * returns only once the event is on disk.  Upkeep leaves the store
+	 * path: call inbox_maintain between requests.
 	 */
 	int			group_commit;
 	/*
 	 * One connection per process, one request per process (plain CGI):
-	 * its close does not checkpoint (SQLite would, as the last
-	 * connection, and delete the WAL: two more syncs and every page
-	 * written twice, per request).  Checkpoints stay with webhook-drain's
-	 * runs and the FastCGI processes, and inbox_maintain, called after
-	 * the answer was sent, takes a turn when the WAL has grown past
-	 * INBOX_CHECKPOINT_FRAMES (no drainer running, say), so the WAL
-	 * stays bounded.  Each new process then reads the WAL back into the
-	 * shared index (SQLite's recovery; memory only, no sync).
+	 * closing it leaves the store's upkeep to the long-lived programs
+	 * (webhook-drain's runs, the FastCGI processes) and to inbox_maintain,
+	 * called after the answer was sent, which does what is due (no
+	 * drainer running, say) so the store stays bounded.  See
+	 * docs/durability.md for what that is in the SQLite implementation.
 	 */
 	int			short_lived;
 };
@@ -59,53 +71,30 @@ enum inbox_status {
 };
 
 /*
- * Open (creating if needed) the inbox at `path`: WAL journal, the
- * configured synchronous level, a busy handler that waits in steps of tens
- * of microseconds (not SQLite's 1…100 ms) up to busy_timeout_ms, the schema
- * applied when user_version is 0.  Returns INBOX_OK and *out (close with
- * inbox_close), or another status with a one-line reason in `err` (which
- * names the path and SQLite's message) and *out NULL.
+ * Open (creating if needed) the inbox at `path`, with the options' commit
+ * durability, waiting up to busy_timeout_ms for the write lock (in short
+ * steps), the schema applied to a new inbox and an older one migrated.
+ * Returns INBOX_OK and *out (close with inbox_close), or another status
+ * with a one-line reason in `err` (which names the path and the store's
+ * message) and *out NULL.
  */
 enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
 	    struct inbox **out, struct buf *err)
 	    __attribute__((warn_unused_result));
 void	inbox_close(struct inbox *ib);	/* accepts NULL */
 
-/* The schema version this program writes (PRAGMA user_version); an inbox
- * with a newer one is refused by inbox_open. */
+/* The schema version this program writes; an inbox with a newer one is
+ * refused by inbox_open. */
 int	inbox_schema_version(void);
 
 /*
- * Between requests (after the answer was sent), on a connection with group
- * commit or short_lived: inbox_checkpoint_turn with the WAL size of its
- * last commit, so the WAL stays bounded without a checkpoint on any
- * request's path.  A no-op otherwise.  Returns INBOX_OK, or FAILED (harmless: the next call
- * tries again).
+ * Upkeep between requests (after the answer was sent), on a connection
+ * opened with group_commit or short_lived: whatever the store needs done
+ * off the request path to stay bounded (for the SQLite implementation,
+ * docs/checkpoints.md).  Cheap when nothing is due; a no-op on other
+ * connections.  Returns INBOX_OK, or INBOX_FAILED with the reason in err
+ * (harmless: the next call tries again).
  */
-#define INBOX_CHECKPOINT_FRAMES	2000
-/* The same for short_lived connections (plain CGI): each new process
- * reads every frame since the WAL last restarted (SQLite's recovery of its
- * shared index: 2000 frames, 8 MiB, cost more than the request itself), so
- * a checkpoint (two syncs, after the answer) every few dozen requests is
- * the cheaper side.  Measured by bench/cgi.py (bench/README). */
-#define INBOX_SHORT_CHECKPOINT_FRAMES	128
-/* WAL size, frames, from which a checkpoint turn that follows a PASSIVE
- * checkpoint is a RESTART one (inbox_checkpoint_turn): 16000 frames of 4 KiB, 64 MiB,
- * under journal_size_limit (96 MiB) so that the file is reused, not
- * truncated and regrown at each restart (a truncation on this VM's
- * `discard` mount stalled writers for tens of ms: p99 24 ms at 5
- * connections with a 128 MiB threshold, 4.2–4.6 ms with this one). */
-#define INBOX_RESTART_FRAMES	16000
-/* The most frames a RESTART checkpoint may have to copy while writers
- * wait (256 frames, 1 MiB): more, and the turn runs another PASSIVE
- * first.  Until INBOX_RESTART_MAX_FRAMES (about 70 MiB), from which a RESTART
- * runs whatever it has to copy: a RESTART that fails (a reader on an old
- * snapshot past INBOX_RESTART_WAIT_MS) is tried again 2000 frames later,
- * and three such tries still fit under journal_size_limit (~24400 frames).
- * With the tail unbounded (a RESTART right after one PASSIVE of 2000
- * frames) RESTARTs were the p99.9 at 5 connections (docs/caps.md). */
-#define INBOX_RESTART_TAIL_FRAMES	256
-#define INBOX_RESTART_MAX_FRAMES	18000
 enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);
 
 /* A verified delivery, as the receiver stores it. */
@@ -119,11 +108,11 @@ struct inbox_delivery {
 };
 
 /*
- * Store a delivery under its webhook-id in one transaction (BEGIN
- * IMMEDIATE; INSERT … ON CONFLICT(webhook_id) DO NOTHING; COMMIT).
+ * Store a delivery under its webhook-id in one transaction; a webhook-id
+ * already there is left as it is.
  * INBOX_OK: new and committed (durable per the synchronous level);
- * INBOX_DUPLICATE: already there, nothing written (with group commit the
- * WAL is synced first, since the first copy may not be durable yet); INBOX_BUSY / INBOX_FAILED:
+ * INBOX_DUPLICATE: already there, nothing written (with group commit it is
+ * made durable first, since the first copy may not be yet); INBOX_BUSY / INBOX_FAILED:
  * nothing written, reason in err.  After INBOX_FAILED the caller should
  * close and reopen the inbox before the next call.
  */
@@ -229,56 +218,33 @@ enum inbox_status inbox_finish_stale(struct inbox *ib,
 	    __attribute__((warn_unused_result));
 
 /*
- * Store events that did not come through the receiver — objects from the
- * API's list (`sync`), events from its events list (`recover`) — in ONE
- * transaction, each under its webhook_id with ON CONFLICT DO NOTHING, and,
- * when cursor_name is not NULL, record the cursor in the same transaction.
- * *stored counts the new ones; changed (NULL, or n entries) gets 1 for each
- * delivery stored, 0 for each duplicate.  With group commit the WAL is
- * synced before returning.  Returns INBOX_OK or BUSY/FAILED (then nothing
- * was stored and the cursor did not move).  The receiver's committer uses
- * it to commit many requests' deliveries at once.
+ * Many deliveries stored in ONE transaction, each under its webhook_id (a
+ * duplicate is left as it is): the receiver's committer commits many
+ * requests' deliveries at once; `sync` and `recover` store a page of the
+ * API's objects or events.  In: d (n entries) and, optionally, a cursor
+ * recorded in the same transaction (cursor_name NULL: none; `sync`
+ * resumes from it, inbox_cursor_get).  Out: stored, the new ones; changed,
+ * when not NULL (n entries, the caller's), 1 for each delivery stored, 0
+ * for each duplicate.  With group commit the batch is durable before the
+ * call returns.
  */
-enum inbox_status inbox_store_batch(struct inbox *ib,
-	    const struct inbox_delivery *d, size_t n, const char *cursor_name,
-	    const char *updated_after, const char *page, int64_t *stored,
-	    int *changed, struct buf *err) __attribute__((warn_unused_result));
-
-/* Frames in the WAL after this connection's last commit (group commit). */
-int	inbox_wal_frames(const struct inbox *ib);
-
-/*
- * RESTART checkpoints (inbox_checkpoint_turn) hold new writers back while
- * they wait for the writer in progress and for readers of an older
- * snapshot (the drainer, a `status`): at most this long, ms, plus the copy
- * of what is left; then they give up until the next turn.  (With 200 ms,
- * make bench's drainer section, whose row counts are such readers, showed
- * a 178 ms p99 at 5 connections.)
- */
-#define INBOX_RESTART_WAIT_MS	10
+struct inbox_batch {
+	const struct inbox_delivery *d;		/* in: n deliveries */
+	size_t		 n;
+	const char	*cursor_name;		/* in: NULL, or the cursor to set */
+	const char	*cursor_updated_after;	/* in: its values (NULL: none) */
+	const char	*cursor_page;
+	int64_t		 stored;		/* out */
+	int		*changed;		/* out: NULL or n entries */
+};
 
 /*
- * A checkpoint turn: when the WAL has grown by INBOX_CHECKPOINT_FRAMES since
- * the last checkpoint began, a PASSIVE checkpoint (copies what it can,
- * blocks nobody); past INBOX_RESTART_FRAMES, the turn after a PASSIVE one
- * that left little behind (INBOX_RESTART_TAIL_FRAMES; at the latest from
- * INBOX_RESTART_MAX_FRAMES) is a RESTART one (see INBOX_RESTART_WAIT_MS),
- * so that the WAL stays bounded under unbroken load — PASSIVE alone let
- * it reach 1.6 GB in 15 s of saturation, since a writer restarts the WAL
- * only when it finds every frame copied back.  Checkpoints always sync the database file, whatever
- * the connection's synchronous level.
- *
- * One connection at a time across every program using the inbox, and
- * only after a commit that began since the last checkpoint ended: SQLite's
- * WAL-reset race (walsync.h, "Checkpoints").  `frames` is the WAL's size
- * as this connection last saw it, used only when the shared file could
- * not be opened (then each connection decides alone, as SQLite's own
- * auto-checkpoint does).  Cheap when no turn is due (no system call).
- * Returns INBOX_OK (also when it was not this connection's turn, or
- * another checkpoint was running), or INBOX_FAILED with the reason in err.
+ * Store a batch (above).  Returns INBOX_OK, or BUSY/FAILED with the reason
+ * in err: then nothing was stored, stored is 0 and the cursor did not
+ * move.  After INBOX_FAILED the caller should close and reopen the inbox.
  */
-enum inbox_status inbox_checkpoint_turn(struct inbox *ib, int frames,
-	    struct buf *err);
+enum inbox_status inbox_store_batch(struct inbox *ib, struct inbox_batch *b,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /* Read a cursor: *updated_after and *page are malloc'd strings or NULL. */
 enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
@@ -289,7 +255,8 @@ enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
 struct inbox_filter {
 	const char	*webhook_id;	/* exact id */
 	const char	*state;
-	const char	*type_glob;	/* GLOB pattern, e.g. "payment.*" */
+	const char	*type_glob;	/* shell-style pattern (*, ?, [...]),
+					 * case-sensitive, e.g. "payment.*" */
 	const char	*object_type;
 	const char	*object_id;
 	int64_t		 since_ns;	/* received at or after, when has_since */
@@ -356,7 +323,7 @@ enum inbox_status inbox_status_report(struct inbox *ib,
 /*
  * For `check`: can this process take the write lock and write?  A write
  * transaction that is rolled back (nothing changes).  Returns INBOX_OK or
- * BUSY/FAILED with SQLite's reason ("attempt to write a readonly
+ * BUSY/FAILED with the store's reason ("attempt to write a readonly
  * database", …) in err.
  */
 enum inbox_status inbox_probe_write(struct inbox *ib, struct buf *err)

@@ -276,7 +276,7 @@ class TestDurability(unittest.TestCase):
         # 16000 deliveries at full speed (~250 MB of WAL frames), however
         # long a busy machine takes for them (wrk stops when
         # bench/requests.lua has handed each out once; 90 s at most); the
-        # receiver's RESTART checkpoints (INBOX_RESTART_FRAMES, 64 MiB) must
+        # receiver's RESTART checkpoints (INBOX_WAL_RESTART_FRAMES, 64 MiB) must
         # keep the file near journal_size_limit (96 MiB).
         req = os.path.join(self.sb.dir, "req")
         subprocess.run(["python3", os.path.join(ROOT, "bench", "signed.py"), "gen",
@@ -367,7 +367,7 @@ class TestCgiDurability(unittest.TestCase):
     the WAL) comes only after the answer, every few dozen requests, and
     keeps the WAL bounded with no drainer running."""
 
-    # Requests traced: past INBOX_SHORT_CHECKPOINT_FRAMES (128 frames, about
+    # Requests traced: past INBOX_WAL_SHORT_CHECKPOINT_FRAMES (128 frames, about
     # 4 a request), so the run crosses at least one checkpoint turn.
     REQUESTS = 45
 

@@ -27,6 +27,7 @@
 
 #include "lib/event.h"
 #include "lib/inbox.h"
+#include "lib/inbox_sqlite.h"
 #include "lib/instant.h"
 #include "lib/walsync.h"
 #include "tests/check_common.h"
@@ -66,7 +67,7 @@ static struct inbox *
 open_at(const char *path, int64_t busy_ms)
 {
 	struct inbox_options o = { .busy_timeout_ms = busy_ms,
-	    .synchronous = CONFIG_SYNC_NORMAL };
+	    .synchronous = INBOX_SYNC_NORMAL };
 	struct inbox *p = NULL;
 
 	OK(inbox_open(path, &o, &p, &err));
@@ -517,7 +518,7 @@ START_TEST(open_refuses_newer_schema)
 {
 	char path[512];
 	struct inbox_options o = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	struct inbox *p = (struct inbox *)&o;	/* must come back NULL */
 	sqlite3 *db;
 
@@ -543,7 +544,7 @@ START_TEST(open_unopenable)
 {
 	char path[600];
 	struct inbox_options o = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	struct inbox *p = NULL;
 	FILE *f;
 
@@ -583,7 +584,7 @@ static void __attribute__((noreturn))
 racer(const char *path, int i, const int go[2])
 {
 	struct inbox_options o = { .busy_timeout_ms = 5000,
-	    .synchronous = CONFIG_SYNC_FULL };
+	    .synchronous = INBOX_SYNC_FULL };
 	char id[32], c;
 
 	close(go[1]);
@@ -1280,6 +1281,59 @@ START_TEST(requeue_stale_and_clocks_never_back)
 }
 END_TEST
 
+/*
+ * A handed-out event that carried the object as the API returned it
+ * (object_version, the drainer's refetch) advances both of the object's
+ * clocks to the later of its own clocks and that version (inbox_rules.c,
+ * later()): a newer version moves them past the event's, an older one
+ * leaves the event's.  Regression: turning later()'s comparison around
+ * (it then picks the earlier) passed every other test.
+ */
+/* Take, claim and finish `id` as done with the object as the API served
+ * it at `version` (ISO-8601); returns the object's clocks afterwards. */
+static const char *
+done_at_version(const char *id, const char *oid, const char *version,
+    int64_t t)
+{
+	static char s[80];
+	char sql[160];
+	struct inbox_event e;
+
+	inbox_event_init(&e);
+	take(id, t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	ck_assert_int_eq(instant_parse(version, strlen(version),
+	    e.object_version), 0);
+	OK(inbox_finish_done(ib, &e, t, NULL, 0, &err));
+	inbox_event_free(&e);
+	snprintf(sql, sizeof sql, "SELECT done_created_at || ' ' ||"
+	    " done_updated_at FROM objects WHERE object_id = '%s'", oid);
+	return raw_text(dbpath, sql, s, sizeof s);
+}
+
+START_TEST(refetch_version_advances_clocks)
+{
+	int64_t t = now_ns() + 60 * SEC;
+
+	/* The API served the object at 12:00, newer than the 10:00 event. */
+	store("r1", "t", AT("10:00:00"), "order", "R", AT("10:00:00"));
+	ck_assert_str_eq(done_at_version("r1", "R", AT("12:00:00"), t),
+	    "2026-03-01T12:00:00.000000000Z 2026-03-01T12:00:00.000000000Z");
+	/* So an 11:00 event of it, late, is stale by either clock. */
+	store("r2", "t", AT("11:00:00"), "order", "R", NULL);
+	ck_assert_int_eq(take_claim("r2", t, 0), INBOX_MARKED_STALE);
+	store("r3", "t", NULL, "order", "R", AT("11:00:00"));
+	ck_assert_int_eq(take_claim("r3", t, 0), INBOX_MARKED_STALE);
+
+	/* Served at 09:00, older than the 11:00 event: the event's clocks. */
+	store("q1", "t", AT("11:00:00"), "order", "Q", AT("11:00:00"));
+	ck_assert_str_eq(done_at_version("q1", "Q", AT("09:00:00"), t),
+	    "2026-03-01T11:00:00.000000000Z 2026-03-01T11:00:00.000000000Z");
+	store("q2", "t", AT("10:00:00"), "order", "Q", NULL);
+	ck_assert_int_eq(take_claim("q2", t, 0), INBOX_MARKED_STALE);
+}
+END_TEST
+
 START_TEST(clocks_advance_per_clock)
 {
 	int64_t t = now_ns() + 60 * SEC;
@@ -1795,7 +1849,7 @@ START_TEST(note_run)
 END_TEST
 
 /*
- * Checkpoint turns (inbox_checkpoint_turn; SQLite's WAL-reset race,
+ * Checkpoint turns (inbox_wal_checkpoint_turn; SQLite's WAL-reset race,
  * walsync.h "Checkpoints"), through real connections: every commit opens
  * the gate (commit hook + WAL hook), a checkpoint closes it, a turn with no
  * commit since runs nothing — on a receiver's group-commit connection and
@@ -1804,7 +1858,7 @@ END_TEST
 START_TEST(checkpoint_turns_follow_commits)
 {
 	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = CONFIG_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
+	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_turn t;
@@ -1817,7 +1871,7 @@ START_TEST(checkpoint_turns_follow_commits)
 	ck_assert_ptr_nonnull(body);
 	memset(body, 'x', 8191);
 	ib = w;
-	for (i = 0; inbox_wal_frames(w) < INBOX_CHECKPOINT_FRAMES; i++) {
+	for (i = 0; inbox_wal_frames(w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
 		snprintf(id, sizeof id, "msg_turn%05d", i);
 		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
 	}
@@ -1834,7 +1888,7 @@ START_TEST(checkpoint_turns_follow_commits)
 
 	/* Due by size (the WAL is twice the threshold), but no commit since
 	 * the last checkpoint: nothing runs. */
-	for (; inbox_wal_frames(w) < 2 * INBOX_CHECKPOINT_FRAMES + 100; i++) {
+	for (; inbox_wal_frames(w) < 2 * INBOX_WAL_CHECKPOINT_FRAMES + 100; i++) {
 		snprintf(id, sizeof id, "msg_turn%05d", i);
 		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
 	}
@@ -1904,6 +1958,7 @@ inbox_suite(void)
 	tcase_add_loop_test(tc, stale_rule, 0, (int)NELEM(stale_cases));
 	tcase_add_test(tc, no_object_never_stale);
 	tcase_add_test(tc, requeue_stale_and_clocks_never_back);
+	tcase_add_test(tc, refetch_version_advances_clocks);
 	tcase_add_test(tc, clocks_advance_per_clock);
 	suite_add_tcase(s, tc);
 

@@ -461,7 +461,7 @@ START_TEST(synced_beyond_committed_is_not_trusted)
 }
 END_TEST
 
-/* A commit as lib/inbox.c's hooks report it: the generation read when it
+/* A commit as lib/inbox_wal.c's hooks report it: the generation read when it
  * began (commit hook), then its frames (WAL hook). */
 static void
 commit_frames(struct walsync *ws, int frames)
