@@ -36,7 +36,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
-	  test_receive
+	  test_request test_site test_receive
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball FORCE
