@@ -254,13 +254,62 @@ serve(int sfd, int nthreads, int *reexec)
 	return rc;
 }
 
+/* Plain CGI: this process's one request, then the inbox's checkpoint
+ * turn once the answer is out. */
+static int
+serve_cgi(void)
+{
+	struct worker w;
+	struct request r;
+
+	worker_init(&w);
+	request_init_cgi(&r);
+	(void)receive_handle(&w.rv, &sites, &r);
+	worker_free(&w);
+	/* The answer is complete once stdout closes: the web server need not
+	 * wait for a checkpoint turn (inbox.h, short_lived). */
+	fclose(stdout);
+	site_maintain(&sites);
+	site_cache_free(&sites);
+	return 0;
+}
+
+/*
+ * Every thread blocks the stop signals: the main thread reads them from
+ * the signalfd returned (-1 on failure, logged).  libfcgi's own
+ * SIGTERM/SIGUSR1 handlers never run.  SIGUSR2, blocked too, is the wake
+ * (serve_one unblocks it only around accept).
+ */
+static int
+stop_signals(void)
+{
+	struct sigaction sa;
+	sigset_t stop;
+	int sfd;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGUSR1);
+	sigaddset(&stop, SIGHUP);
+	sigemptyset(&wake_set);
+	sigaddset(&wake_set, SIGUSR2);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
+	sigaction(SIGUSR2, &sa, NULL);
+	/* A server that closes its connection while we answer must not kill
+	 * us (libfcgi reports the write error). */
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+	if ((sfd = signalfd(-1, &stop, SFD_CLOEXEC)) == -1)
+		log_msg("signalfd: %s", strerror(errno));
+	return sfd;
+}
+
 int
 main(int argc, char **argv)
 {
-	struct sigaction sa;
-	struct request r;
-	sigset_t stop;
-	int sfd, rc;
+	int sfd, rc, reexec = 0;
 
 	/* `webhook.fcgi --version` from a shell.  Never under a web server:
 	 * a CGI GET with a query string without '=' becomes argv
@@ -287,73 +336,36 @@ main(int argc, char **argv)
 	}
 	find_self(argv[0]);
 
-	if (FCGX_IsCGI()) {
-		struct worker w;
-		worker_init(&w);
-		request_init_cgi(&r);
-		(void)receive_handle(&w.rv, &sites, &r);
-		worker_free(&w);
-		/* The answer is complete once stdout closes: the web server
-		 * need not wait for a checkpoint turn (inbox.h, short_lived). */
-		fclose(stdout);
-		site_maintain(&sites);
-		site_cache_free(&sites);
-		return 0;
-	}
-
+	if (FCGX_IsCGI())
+		return serve_cgi();
 	if (FCGX_Init() != 0) {
 		log_msg("FastCGI initialisation failed");
 		return 1;
 	}
-	/* Every thread blocks the stop signals: the main thread reads them
-	 * from a signalfd.  (libfcgi's own SIGTERM/SIGUSR1 handlers never
-	 * run.) */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGUSR1);
-	sigaddset(&stop, SIGHUP);
-	sigemptyset(&wake_set);
-	sigaddset(&wake_set, SIGUSR2);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
-	sigaction(SIGUSR2, &sa, NULL);
-	/* A server that closes its connection while we answer must not kill
-	 * us (libfcgi reports the write error). */
-	signal(SIGPIPE, SIG_IGN);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-	if ((sfd = signalfd(-1, &stop, SFD_CLOEXEC)) == -1) {
-		log_msg("signalfd: %s", strerror(errno));
+	if ((sfd = stop_signals()) == -1)
 		return 1;
-	}
-
-	{
-		int reexec = 0;
-
-		rc = serve(sfd, thread_count(), &reexec);
-		site_cache_free(&sites);
-		if (!reexec)
-			goto out;
-		/*
-		 * Upgraded: every request in hand was answered.  Become the new
-		 * program in this same process: the listening socket (fd 0)
-		 * stays open, so connections the server made meanwhile wait in
-		 * its queue for the new program instead of being refused or
-		 * reset (a process that exited would lose them: lighttpd
-		 * answers 500), and the server sees the same process.  Every
-		 * other descriptor is close-on-exec; a stop signal that came
-		 * meanwhile stays pending (blocked) for the new program.
-		 */
-		log_msg("starting the new %s", upgrade_path());
-		upgrade_exec(argv);
-		/* It answered the probe a moment ago, from the descriptor
-		 * executed here: out of memory, or of processes.  libfcgi
-		 * cannot serve again after a stop; the web server starts us
-		 * anew. */
-		log_msg("cannot start the new %s: %s; exiting", upgrade_path(),
-		    strerror(errno));
-		rc = 1;
-	}
+	rc = serve(sfd, thread_count(), &reexec);
+	site_cache_free(&sites);
+	if (!reexec)
+		goto out;
+	/*
+	 * Upgraded: every request in hand was answered.  Become the new
+	 * program in this same process: the listening socket (fd 0) stays
+	 * open, so connections the server made meanwhile wait in its queue
+	 * for the new program instead of being refused or reset (a process
+	 * that exited would lose them: lighttpd answers 500), and the server
+	 * sees the same process.  Every other descriptor is close-on-exec; a
+	 * stop signal that came meanwhile stays pending (blocked) for the
+	 * new program.
+	 */
+	log_msg("starting the new %s", upgrade_path());
+	upgrade_exec(argv);
+	/* It answered the probe a moment ago, from the descriptor executed
+	 * here: out of memory, or of processes.  libfcgi cannot serve again
+	 * after a stop; the web server starts us anew. */
+	log_msg("cannot start the new %s: %s; exiting", upgrade_path(),
+	    strerror(errno));
+	rc = 1;
 out:
 	close(sfd);
 	return rc;
