@@ -56,39 +56,36 @@ receive_free(struct receive *rv)
 	buf_free(&rv->err);
 }
 
-/* Answer `status` from the table, with a short fixed text, and log why. */
+/* The refusals' answers: short fixed texts, nothing of the request. */
+static const struct answer {
+	int		 status;
+	const char	*reason;
+	const char	*header;	/* whole lines, or NULL */
+	const char	*text;
+} answers[] = {
+	{ 400, "Bad Request", NULL, "bad request\n" },
+	{ 401, "Unauthorized", NULL, "signature not accepted\n" },
+	{ 405, "Method Not Allowed", "Allow: POST\r\n", "method not allowed\n" },
+	{ 408, "Request Timeout", NULL, "body too slow\n" },
+	{ 413, "Content Too Large", NULL, "body too large\n" },
+	/* The last: any other status is answered as this one. */
+	{ 503, "Service Unavailable", "Retry-After: " RETRY_AFTER "\r\n",
+	  "try again later\n" },
+};
+
+/* Answer `status` from the table and log why. */
 static void
 refuse(struct request *r, int status, const char *id, const char *why)
 {
 	char esc[WEBHOOK_ID_MAX * 4 + 8];
+	const struct answer *a = answers;
 
 	request_discard_input(r);
 	log_msg("refused %d webhook-id=%s: %s", status,
 	    util_escape(id, id ? strlen(id) : 0, esc, sizeof esc), why);
-	switch (status) {
-	case 400:
-		request_respond(r, 400, "Bad Request", NULL, "bad request\n");
-		break;
-	case 401:
-		request_respond(r, 401, "Unauthorized", NULL,
-		    "signature not accepted\n");
-		break;
-	case 405:
-		request_respond(r, 405, "Method Not Allowed", "Allow: POST\r\n",
-		    "method not allowed\n");
-		break;
-	case 408:
-		request_respond(r, 408, "Request Timeout", NULL, "body too slow\n");
-		break;
-	case 413:
-		request_respond(r, 413, "Content Too Large", NULL,
-		    "body too large\n");
-		break;
-	default:
-		request_respond(r, 503, "Service Unavailable",
-		    "Retry-After: " RETRY_AFTER "\r\n", "try again later\n");
-		break;
-	}
+	while (a->status != status && a->status != 503)
+		a++;
+	request_respond(r, a->status, a->reason, a->header, a->text);
 }
 
 static int

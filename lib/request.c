@@ -46,6 +46,24 @@ request_discard_input(struct request *r)
 
 /* ---- FastCGI ---------------------------------------------------------- */
 
+/* Call each(arg, value) for every "NAME=value" of `env` (NULL-terminated;
+ * NULL: none) whose name is `name`, in order; -1 as soon as it does. */
+static int
+each_in(const char *const *env, const char *name,
+    int (*each)(void *, const char *), void *arg)
+{
+	size_t len = strlen(name);
+	const char *const *e;
+
+	for (e = env; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, name, len) != 0 || (*e)[len] != '=')
+			continue;
+		if (each(arg, *e + len + 1) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static const char *
 fcgi_param(struct request *r, const char *name)
 {
@@ -60,16 +78,8 @@ fcgi_param_each(struct request *r, const char *name,
     int (*each)(void *, const char *), void *arg)
 {
 	FCGX_Request *fr = r->impl;
-	size_t len = strlen(name);
-	char **e;
 
-	for (e = fr->envp; *e != NULL; e++) {
-		if (strncmp(*e, name, len) != 0 || (*e)[len] != '=')
-			continue;
-		if (each(arg, *e + len + 1) == -1)
-			return -1;
-	}
-	return 0;
+	return each_in((const char *const *)fr->envp, name, each, arg);
 }
 
 /* Let the next read on the server's connection wait at most until
@@ -228,16 +238,8 @@ fake_param_each(struct request *r, const char *name,
     int (*each)(void *, const char *), void *arg)
 {
 	struct request_fake *f = r->impl;
-	size_t len = strlen(name);
-	const char *const *p;
 
-	for (p = f->params; p != NULL && *p != NULL; p++) {
-		if (strncmp(*p, name, len) != 0 || (*p)[len] != '=')
-			continue;
-		if (each(arg, *p + len + 1) == -1)
-			return -1;
-	}
-	return 0;
+	return each_in(f->params, name, each, arg);
 }
 
 static int

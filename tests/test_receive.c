@@ -42,16 +42,6 @@ struct fx {
 	struct request	 r;
 };
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 /* A receiver for test `name`: its config has `extra` lines after the
  * usual database, secret, log and max_body. */
 static void
@@ -65,7 +55,7 @@ fx_init(struct fx *x, const char *name, const char *extra)
 	snprintf(x->log, sizeof x->log, "%s/%s.log", dir, name);
 	snprintf(text, sizeof text, "database = %s\nsecret = %s\nlog = %s\n"
 	    "max_body = %d\n%s", x->db, SECRET, x->log, MAX_BODY, extra);
-	write_file(x->conf, text);
+	check_write_file(x->conf, text);
 	site_cache_init(&x->sites, "/nonexistent/webhook.fcgi");
 	receive_init(&x->rv);
 	x->fake.late_at = -1;
@@ -182,12 +172,29 @@ logged(const struct fx *x, const char *text)
 	return yes;
 }
 
+/* A receiver for test `name`, and the provider's POST of BODY with
+ * webhook-id `name`. */
+static void
+start(struct fx *x, const char *name)
+{
+	fx_init(x, name, "");
+	post(x, name, BODY, strlen(BODY));
+}
+
+/* Run: the answer must be `status`, with `why` in the log. */
+static void
+refused(struct fx *x, int status, const char *why)
+{
+	ck_assert_int_eq(run(x), status);
+	ck_assert_msg(logged(x, why), "not logged: %s", why);
+	fx_free(x);
+}
+
 START_TEST(new_event_200_stored)
 {
 	struct fx x;
 
-	fx_init(&x, "new", "");
-	post(&x, "msg_new", BODY, strlen(BODY));
+	start(&x, "new");
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "\r\n\r\nstored\n"));
 	ck_assert_int_eq(x.fake.consumed, strlen(BODY));
@@ -201,8 +208,7 @@ START_TEST(duplicate_200)
 {
 	struct fx x;
 
-	fx_init(&x, "dup", "");
-	post(&x, "msg_dup", BODY, strlen(BODY));
+	start(&x, "dup");
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "\r\n\r\nduplicate\n"));
@@ -217,8 +223,7 @@ START_TEST(long_lived_chunked_200)
 {
 	struct fx x;
 
-	fx_init(&x, "longlived", "");
-	post(&x, "msg_ll", BODY, strlen(BODY));
+	start(&x, "longlived");
 	x.fake.long_lived = 1;
 	x.fake.body_to_eof = 1;
 	x.fake.chunk = 7;
@@ -277,12 +282,9 @@ START_TEST(database_in_docroot_503)
 {
 	struct fx x;
 
-	fx_init(&x, "docroot", "");
-	post(&x, "msg_docroot", BODY, strlen(BODY));
+	start(&x, "docroot");
 	param(&x, "DOCUMENT_ROOT=%s", dir);
-	ck_assert_int_eq(run(&x), 503);
-	ck_assert(logged(&x, "is inside the document root"));
-	fx_free(&x);
+	refused(&x, 503, "is inside the document root");
 }
 END_TEST
 
@@ -295,11 +297,9 @@ START_TEST(inbox_unopenable_503)
 	/* A second database line would be refused: write the file anew. */
 	snprintf(extra, sizeof extra, "database = %s/no/such/dir/x.db\n"
 	    "secret = %s\nlog = %s\n", dir, SECRET, x.log);
-	write_file(x.conf, extra);
+	check_write_file(x.conf, extra);
 	post(&x, "msg_unopenable", BODY, strlen(BODY));
-	ck_assert_int_eq(run(&x), 503);
-	ck_assert(logged(&x, "inbox: "));
-	fx_free(&x);
+	refused(&x, 503, "inbox: ");
 }
 END_TEST
 
@@ -364,9 +364,7 @@ START_TEST(signature_header_too_long_401)
 	fx_init(&x, "longsig", "");
 	param(&x, "HTTP_WEBHOOK_SIGNATURE=v1,%s", filler);
 	post(&x, "msg_longsig", BODY, strlen(BODY));
-	ck_assert_int_eq(run(&x), 401);
-	ck_assert(logged(&x, "webhook-signature longer than 16 KiB"));
-	fx_free(&x);
+	refused(&x, 401, "webhook-signature longer than 16 KiB");
 }
 END_TEST
 
@@ -374,12 +372,9 @@ START_TEST(content_length_not_a_number_400)
 {
 	struct fx x;
 
-	fx_init(&x, "clnan", "");
-	post(&x, "msg_clnan", BODY, strlen(BODY));
+	start(&x, "clnan");
 	param(&x, "CONTENT_LENGTH=12x");
-	ck_assert_int_eq(run(&x), 400);
-	ck_assert(logged(&x, "CONTENT_LENGTH is not a number"));
-	fx_free(&x);
+	refused(&x, 400, "CONTENT_LENGTH is not a number");
 }
 END_TEST
 
@@ -388,8 +383,7 @@ START_TEST(content_length_over_max_body_413)
 {
 	struct fx x;
 
-	fx_init(&x, "clbig", "");
-	post(&x, "msg_clbig", BODY, strlen(BODY));
+	start(&x, "clbig");
 	param(&x, "CONTENT_LENGTH=%d", MAX_BODY + 1);
 	ck_assert_int_eq(run(&x), 413);
 	ck_assert(contains(x.fake.out, "\r\n\r\nbody too large\n"));
@@ -409,9 +403,7 @@ START_TEST(body_over_max_body_413)
 	fx_init(&x, "bodybig", "");
 	post(&x, "msg_bodybig", big, sizeof big);
 	x.fake.body_to_eof = 1;
-	ck_assert_int_eq(run(&x), 413);
-	ck_assert(logged(&x, "body over max_body"));
-	fx_free(&x);
+	refused(&x, 413, "body over max_body");
 }
 END_TEST
 
@@ -419,8 +411,7 @@ START_TEST(body_too_slow_408)
 {
 	struct fx x;
 
-	fx_init(&x, "slow", "");
-	post(&x, "msg_slow", BODY, strlen(BODY));
+	start(&x, "slow");
 	x.fake.body_to_eof = 1;
 	x.fake.late_at = 5;
 	ck_assert_int_eq(run(&x), 408);
@@ -434,12 +425,9 @@ START_TEST(body_read_error_400)
 {
 	struct fx x;
 
-	fx_init(&x, "readerr", "");
-	post(&x, "msg_readerr", BODY, strlen(BODY));
+	start(&x, "readerr");
 	x.fake.fail_at = 5;
-	ck_assert_int_eq(run(&x), 400);
-	ck_assert(logged(&x, "body could not be read to its end"));
-	fx_free(&x);
+	refused(&x, 400, "body could not be read to its end");
 }
 END_TEST
 
@@ -447,12 +435,9 @@ START_TEST(body_shorter_than_content_length_400)
 {
 	struct fx x;
 
-	fx_init(&x, "short", "");
-	post(&x, "msg_short", BODY, strlen(BODY));
+	start(&x, "short");
 	param(&x, "CONTENT_LENGTH=%zu", strlen(BODY) + 1);
-	ck_assert_int_eq(run(&x), 400);
-	ck_assert(logged(&x, "body length differs from CONTENT_LENGTH"));
-	fx_free(&x);
+	refused(&x, 400, "body length differs from CONTENT_LENGTH");
 }
 END_TEST
 

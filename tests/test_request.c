@@ -147,13 +147,10 @@ static void
 cgi_files(const char *name, const char *text)
 {
 	char in[256], out[256];
-	FILE *f;
 
 	snprintf(in, sizeof in, "%s/%s.in", dir, name);
 	snprintf(out, sizeof out, "%s/%s.out", dir, name);
-	ck_assert_ptr_nonnull(f = fopen(in, "w"));
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
+	check_write_file(in, text);
 	ck_assert_ptr_nonnull(freopen(in, "r", stdin));
 	ck_assert_ptr_nonnull(freopen(out, "w", stdout));
 }

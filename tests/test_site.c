@@ -29,16 +29,6 @@ static char dir[] = "/tmp/webhook-test-site-XXXXXX";
 static char conf[256], db[256], logpath[256];
 static struct buf err;
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 /* A config for test `name`, with `extra` lines. */
 static void
 write_conf(const char *name, const char *extra)
@@ -50,7 +40,7 @@ write_conf(const char *name, const char *extra)
 	snprintf(logpath, sizeof logpath, "%s/%s.log", dir, name);
 	snprintf(text, sizeof text, "database = %s\nsecret = %s\nlog = %s\n%s",
 	    db, SECRET, logpath, extra);
-	write_file(conf, text);
+	check_write_file(conf, text);
 }
 
 /* How many log lines hold `text`. */
@@ -204,7 +194,7 @@ START_TEST(database_in_docroot_refused_logged_once)
 		char text[1024];
 		snprintf(text, sizeof text, "database = %s/inbox.db\n"
 		    "secret = %s\nlog = %s\n", docroot, SECRET, logpath);
-		write_file(conf, text);
+		check_write_file(conf, text);
 	}
 	site_cache_init(&c, NULL);
 	ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
