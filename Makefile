@@ -30,11 +30,13 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
+	   lib/request.c lib/site.c lib/receive.c \
 	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
-	  test_inbox test_handler test_runlock test_walsync test_committer
+	  test_inbox test_handler test_runlock test_walsync test_committer \
+	  test_request test_site test_receive
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball FORCE

@@ -64,6 +64,18 @@ check_main_in_tmpdir(Suite *(*suite)(void), char *dir)
 	return rc;
 }
 
+/* Write `text` to a new file (or over an old one) at `path`; a failure
+ * fails the test. */
+static inline void
+check_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "%s: cannot create", path);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 /* Does NUL-terminated `hay` (NULL allowed) contain `needle`? */
 static inline int
 contains(const char *hay, const char *needle)

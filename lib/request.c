@@ -1,0 +1,335 @@
+/*
+ * request: one request over FastCGI (libfcgi's FCGX), plain CGI
+ * (environment, stdin, stdout) or the in-memory fake — request.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <fcgiapp.h>
+
+#include "request.h"
+#include "util.h"
+
+/* Plain CGI: the most of an unread body we read and discard before a
+ * refusal (request_discard_input).  FastCGI needs none of this: the server
+ * gets the answer whatever we read. */
+#define CGI_DRAIN_MAX		(16 << 20)
+
+void
+request_respond(struct request *r, int status, const char *reason,
+    const char *extra_header, const char *text)
+{
+	char head[256];
+	int n;
+
+	n = snprintf(head, sizeof head, "Status: %d %s\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "X-Webhook-Inbox: receiver\r\n%s\r\n",
+	    status, reason, strlen(text), extra_header ? extra_header : "");
+	if (n < 0 || (size_t)n >= sizeof head)
+		return;
+	r->ops->write(r, head, (size_t)n, text, strlen(text));
+}
+
+void
+request_discard_input(struct request *r)
+{
+	if (r->body_read)
+		return;
+	r->body_read = 1;
+	if (r->ops->discard != NULL)
+		r->ops->discard(r);
+}
+
+/* ---- FastCGI ---------------------------------------------------------- */
+
+/* Call each(arg, value) for every "NAME=value" of `env` (NULL-terminated;
+ * NULL: none) whose name is `name`, in order; -1 as soon as it does. */
+static int
+each_in(const char *const *env, const char *name,
+    int (*each)(void *, const char *), void *arg)
+{
+	size_t len = strlen(name);
+	const char *const *e;
+
+	for (e = env; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, name, len) != 0 || (*e)[len] != '=')
+			continue;
+		if (each(arg, *e + len + 1) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static const char *
+fcgi_param(struct request *r, const char *name)
+{
+	FCGX_Request *fr = r->impl;
+
+	return FCGX_GetParam(name, fr->envp);
+}
+
+/* Every "NAME=value" of the parameters, not only FCGX_GetParam's first. */
+static int
+fcgi_param_each(struct request *r, const char *name,
+    int (*each)(void *, const char *), void *arg)
+{
+	FCGX_Request *fr = r->impl;
+
+	return each_in((const char *const *)fr->envp, name, each, arg);
+}
+
+/* Let the next read on the server's connection wait at most until
+ * `deadline` (monotonic ns; 0: no limit again). */
+static void
+fcgi_read_deadline(FCGX_Request *fr, int64_t deadline)
+{
+	struct timeval tv = { 0, 0 };
+
+	if (fr->ipcFd < 0)
+		return;
+	if (deadline != 0) {
+		int64_t left = deadline - util_mono_ns();
+		if (left < 1000000)
+			left = 1000000;
+		tv.tv_sec = (time_t)(left / 1000000000);
+		tv.tv_usec = (suseconds_t)(left % 1000000000 / 1000);
+	}
+	(void)setsockopt(fr->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* A slow client must not hold a thread, and every delivery behind it,
+ * when the server streams bodies: each read waits only until the
+ * deadline. */
+static int
+fcgi_read(struct request *r, char *buf, size_t want, int64_t deadline)
+{
+	FCGX_Request *fr = r->impl;
+	int n;
+
+	if (util_mono_ns() >= deadline)
+		return REQUEST_READ_LATE;
+	fcgi_read_deadline(fr, deadline);
+	n = FCGX_GetStr(buf, (int)want, fr->in);
+	if (n < (int)want && FCGX_GetError(fr->in) != 0)
+		return util_mono_ns() >= deadline ? REQUEST_READ_LATE :
+		    REQUEST_READ_ERROR;
+	return n < 0 ? REQUEST_READ_ERROR : n;
+}
+
+/* The connection closes after this request unless the server keeps it for
+ * the next (FCGI_KEEP_CONN: nginx with fastcgi_keep_conn): only then must
+ * the next request's reads wait without a limit. */
+static void
+fcgi_read_done(struct request *r)
+{
+	FCGX_Request *fr = r->impl;
+
+	if (fr->keepConnection)
+		fcgi_read_deadline(fr, 0);
+}
+
+static void
+fcgi_write(struct request *r, const char *head, size_t headlen,
+    const char *body, size_t bodylen)
+{
+	FCGX_Request *fr = r->impl;
+
+	FCGX_PutStr(head, (int)headlen, fr->out);
+	FCGX_PutStr(body, (int)bodylen, fr->out);
+}
+
+static const struct request_ops fcgi_ops = {
+	fcgi_param, fcgi_param_each, fcgi_read, fcgi_read_done, fcgi_write,
+	NULL
+};
+
+void
+request_init_fcgi(struct request *r, FCGX_Request *fr)
+{
+	r->ops = &fcgi_ops;
+	r->impl = fr;
+	r->long_lived = 1;
+	r->body_to_eof = 1;
+	r->body_read = 0;
+}
+
+/* ---- plain CGI -------------------------------------------------------- */
+
+static const char *
+cgi_param(struct request *r, const char *name)
+{
+	(void)r;
+	return getenv(name);
+}
+
+/* The environment holds a name once. */
+static int
+cgi_param_each(struct request *r, const char *name,
+    int (*each)(void *, const char *), void *arg)
+{
+	const char *v = getenv(name);
+
+	(void)r;
+	return v == NULL ? 0 : each(arg, v);
+}
+
+static int
+cgi_read(struct request *r, char *buf, size_t want, int64_t deadline)
+{
+	size_t n = fread(buf, 1, want, stdin);
+
+	(void)r;
+	(void)deadline;
+	if (n == 0 && ferror(stdin))
+		return REQUEST_READ_ERROR;
+	return (int)n;
+}
+
+static void
+cgi_write(struct request *r, const char *head, size_t headlen,
+    const char *body, size_t bodylen)
+{
+	(void)r;
+	fwrite(head, 1, headlen, stdout);
+	fwrite(body, 1, bodylen, stdout);
+	fflush(stdout);
+}
+
+static void
+cgi_discard(struct request *r)
+{
+	const char *cl = getenv("CONTENT_LENGTH");
+	int64_t left = CGI_DRAIN_MAX;
+	char chunk[REQUEST_READ_CHUNK];
+	size_t n;
+
+	(void)r;
+	if (cl != NULL && *cl != '\0' &&
+	    util_parse_decimal(cl, strlen(cl), INT64_MAX, &left) == 0 &&
+	    left > CGI_DRAIN_MAX)
+		left = CGI_DRAIN_MAX;
+	while (left > 0 && (n = fread(chunk, 1, left < (int64_t)sizeof chunk ?
+	    (size_t)left : sizeof chunk, stdin)) > 0)
+		left -= (int64_t)n;
+}
+
+static const struct request_ops cgi_ops = {
+	cgi_param, cgi_param_each, cgi_read, NULL, cgi_write, cgi_discard
+};
+
+void
+request_init_cgi(struct request *r)
+{
+	r->ops = &cgi_ops;
+	r->impl = NULL;
+	r->long_lived = 0;
+	r->body_to_eof = 0;
+	r->body_read = 0;
+}
+
+/* ---- the fake --------------------------------------------------------- */
+
+static int
+fake_param_each(struct request *r, const char *name,
+    int (*each)(void *, const char *), void *arg)
+{
+	struct request_fake *f = r->impl;
+
+	return each_in(f->params, name, each, arg);
+}
+
+static int
+fake_first(void *arg, const char *value)
+{
+	*(const char **)arg = value;
+	return -1;
+}
+
+static const char *
+fake_param(struct request *r, const char *name)
+{
+	const char *v = NULL;
+
+	(void)fake_param_each(r, name, fake_first, &v);
+	return v;
+}
+
+static int
+fake_read(struct request *r, char *buf, size_t want, int64_t deadline)
+{
+	struct request_fake *f = r->impl;
+	size_t n = f->body_len - f->consumed;
+
+	if (f->late_at >= 0 && f->consumed >= (size_t)f->late_at)
+		return REQUEST_READ_LATE;
+	if (f->fail_at >= 0 && f->consumed >= (size_t)f->fail_at)
+		return REQUEST_READ_ERROR;
+	if (r->body_to_eof && util_mono_ns() >= deadline)
+		return REQUEST_READ_LATE;
+	if (n > want)
+		n = want;
+	if (f->chunk > 0 && n > f->chunk)
+		n = f->chunk;
+	if (f->late_at >= 0 && n > (size_t)f->late_at - f->consumed)
+		n = (size_t)f->late_at - f->consumed;
+	if (f->fail_at >= 0 && n > (size_t)f->fail_at - f->consumed)
+		n = (size_t)f->fail_at - f->consumed;
+	memcpy(buf, f->body + f->consumed, n);
+	f->consumed += n;
+	return (int)n;
+}
+
+static void
+fake_put(struct request_fake *f, const char *p, size_t n)
+{
+	size_t room = sizeof f->out - 1 - f->out_len;
+
+	if (n > room)
+		n = room;
+	memcpy(f->out + f->out_len, p, n);
+	f->out_len += n;
+	f->out[f->out_len] = '\0';
+}
+
+static void
+fake_write(struct request *r, const char *head, size_t headlen,
+    const char *body, size_t bodylen)
+{
+	struct request_fake *f = r->impl;
+
+	f->writes++;
+	fake_put(f, head, headlen);
+	fake_put(f, body, bodylen);
+}
+
+static void
+fake_discard(struct request *r)
+{
+	struct request_fake *f = r->impl;
+
+	f->discarded = 1;
+	f->consumed = f->body_len;
+}
+
+static const struct request_ops fake_ops = {
+	fake_param, fake_param_each, fake_read, NULL, fake_write, fake_discard
+};
+
+void
+request_init_fake(struct request *r, struct request_fake *f)
+{
+	f->consumed = 0;
+	f->discarded = 0;
+	f->writes = 0;
+	f->out_len = 0;
+	f->out[0] = '\0';
+	r->ops = &fake_ops;
+	r->impl = f;
+	r->long_lived = f->long_lived;
+	r->body_to_eof = f->body_to_eof;
+	r->body_read = 0;
+}

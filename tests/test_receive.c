@@ -1,0 +1,537 @@
+/*
+ * test_receive: lib/receive.c — DESIGN.md's status table ("The receiver's
+ * answers"), one test per row and the order of the checks, over the fake
+ * request (lib/request.h) and a real SQLite inbox in a temporary
+ * directory.  The end-to-end suites send the same through real servers;
+ * these say which row broke without one.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+#include <sqlite3.h>
+
+#include "lib/receive.h"
+#include "lib/request.h"
+#include "lib/signature.h"
+#include "lib/site.h"
+#include "lib/util.h"
+#include "tests/check_common.h"
+
+static char dir[] = "/tmp/webhook-test-receive-XXXXXX";
+
+#define SECRET		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define OTHER_SECRET	"whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+#define MAX_BODY	200000
+#define BODY		"{\"type\":\"client.updated\",\"data\":{\"object\":\"client\"}}"
+
+/* One receiver with its own config, inbox and log, and one request. */
+struct fx {
+	char		 conf[256], db[256], log[256];
+	struct site_cache sites;
+	struct receive	 rv;
+	const char	*params[16];
+	size_t		 nparams;
+	char		 pool[40000];	/* the params' text */
+	size_t		 used;
+	struct request_fake fake;
+	struct request	 r;
+};
+
+/* A receiver for test `name`: its config has `extra` lines after the
+ * usual database, secret, log and max_body. */
+static void
+fx_init(struct fx *x, const char *name, const char *extra)
+{
+	char text[1024];
+
+	memset(x, 0, sizeof *x);
+	snprintf(x->conf, sizeof x->conf, "%s/%s.conf", dir, name);
+	snprintf(x->db, sizeof x->db, "%s/%s.db", dir, name);
+	snprintf(x->log, sizeof x->log, "%s/%s.log", dir, name);
+	snprintf(text, sizeof text, "database = %s\nsecret = %s\nlog = %s\n"
+	    "max_body = %d\n%s", x->db, SECRET, x->log, MAX_BODY, extra);
+	check_write_file(x->conf, text);
+	site_cache_init(&x->sites, "/nonexistent/webhook.fcgi");
+	receive_init(&x->rv);
+	x->fake.late_at = -1;
+	x->fake.fail_at = -1;
+}
+
+static void
+fx_free(struct fx *x)
+{
+	receive_free(&x->rv);
+	site_cache_free(&x->sites);
+}
+
+/* Add the parameter NAME=value (printf-style). */
+__attribute__((format(printf, 2, 3)))
+static void
+param(struct fx *x, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	ck_assert_uint_lt(x->nparams, NELEM(x->params) - 1);
+	va_start(ap, fmt);
+	n = vsnprintf(x->pool + x->used, sizeof x->pool - x->used, fmt, ap);
+	va_end(ap);
+	ck_assert(n >= 0 && (size_t)n < sizeof x->pool - x->used);
+	x->params[x->nparams++] = x->pool + x->used;
+	x->used += (size_t)n + 1;
+}
+
+/* "v1,…" for id.ts.body under `secret`. */
+static void
+sign(const char *secret, const char *id, const char *ts, const char *body,
+    size_t len, char *out, size_t outsz)
+{
+	struct signature_key key;
+	const char *why;
+	struct buf content;
+
+	ck_assert_int_eq(signature_key_parse(secret, &key, &why), 0);
+	buf_init(&content, SIZE_MAX);
+	ck_assert_int_eq(buf_printf(&content, "%s.%s.", id, ts), 0);
+	ck_assert_int_eq(buf_append(&content, body, len), 0);
+	ck_assert_int_eq(signature_sign(&key, (unsigned char *)content.data,
+	    content.len, out, outsz), 0);
+	buf_free(&content);
+	signature_key_wipe(&key);
+}
+
+/* A POST as the provider sends it, with the body `body` (len bytes),
+ * signed now, CONTENT_LENGTH given. */
+static void
+post(struct fx *x, const char *id, const char *body, size_t len)
+{
+	char ts[32], sig[128];
+
+	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+	sign(SECRET, id, ts, body, len, sig, sizeof sig);
+	param(x, "REQUEST_METHOD=POST");
+	param(x, "WEBHOOK_CONF=%s", x->conf);
+	param(x, "HTTP_WEBHOOK_ID=%s", id);
+	param(x, "HTTP_WEBHOOK_TIMESTAMP=%s", ts);
+	param(x, "HTTP_WEBHOOK_SIGNATURE=%s", sig);
+	x->fake.body = body;
+	x->fake.body_len = len;
+}
+
+/* Run the request; check the status returned is the one answered. */
+static int
+run(struct fx *x)
+{
+	char line[32];
+	int status;
+
+	x->params[x->nparams] = NULL;
+	x->fake.params = x->params;
+	request_init_fake(&x->r, &x->fake);
+	status = receive_handle(&x->rv, &x->sites, &x->r);
+	snprintf(line, sizeof line, "Status: %d ", status);
+	ck_assert_int_eq(x->fake.writes, 1);
+	ck_assert_msg(strncmp(x->fake.out, line, strlen(line)) == 0,
+	    "answer %s for status %d", x->fake.out, status);
+	ck_assert(contains(x->fake.out, "X-Webhook-Inbox: receiver\r\n"));
+	return status;
+}
+
+static int
+rows(const char *db)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int n;
+
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "SELECT count(*) FROM events",
+	    -1, &s, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+	n = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return n;
+}
+
+/* Did the log get a line with `text`? */
+static int
+logged(const struct fx *x, const char *text)
+{
+	size_t len;
+	char *all = util_read_file(x->log, 1 << 20, &len);
+	int yes = contains(all, text);
+
+	free(all);
+	return yes;
+}
+
+/* A receiver for test `name`, and the provider's POST of BODY with
+ * webhook-id `name`. */
+static void
+start(struct fx *x, const char *name)
+{
+	fx_init(x, name, "");
+	post(x, name, BODY, strlen(BODY));
+}
+
+/* Run: the answer must be `status`, with `why` in the log. */
+static void
+refused(struct fx *x, int status, const char *why)
+{
+	ck_assert_int_eq(run(x), status);
+	ck_assert_msg(logged(x, why), "not logged: %s", why);
+	fx_free(x);
+}
+
+START_TEST(new_event_200_stored)
+{
+	struct fx x;
+
+	start(&x, "new");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "\r\n\r\nstored\n"));
+	ck_assert_int_eq(x.fake.consumed, strlen(BODY));
+	ck_assert(!x.fake.discarded);
+	ck_assert_int_eq(rows(x.db), 1);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(duplicate_200)
+{
+	struct fx x;
+
+	start(&x, "dup");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "\r\n\r\nduplicate\n"));
+	ck_assert_int_eq(rows(x.db), 1);
+	fx_free(&x);
+}
+END_TEST
+
+/* A FastCGI-like request: group commit through the committer, the body
+ * read to the end of the stream without CONTENT_LENGTH, in small pieces. */
+START_TEST(long_lived_chunked_200)
+{
+	struct fx x;
+
+	start(&x, "longlived");
+	x.fake.long_lived = 1;
+	x.fake.body_to_eof = 1;
+	x.fake.chunk = 7;
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert_int_eq(rows(x.db), 1);
+	fx_free(&x);
+}
+END_TEST
+
+/* Debian 12's nginx repeats the parameter: every value is checked. */
+START_TEST(repeated_signature_params_200)
+{
+	struct fx x;
+	char ts[32], sig[128];
+
+	fx_init(&x, "repeated", "");
+	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+	sign(OTHER_SECRET, "msg_rep", ts, BODY, strlen(BODY), sig, sizeof sig);
+	param(&x, "HTTP_WEBHOOK_SIGNATURE=%s", sig);
+	post(&x, "msg_rep", BODY, strlen(BODY));
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(not_post_405_before_anything)
+{
+	struct fx x;
+
+	/* No config, no headers: the method is checked first. */
+	fx_init(&x, "get", "");
+	param(&x, "REQUEST_METHOD=GET");
+	param(&x, "WEBHOOK_CONF=%s/none.conf", dir);
+	ck_assert_int_eq(run(&x), 405);
+	ck_assert(contains(x.fake.out, "\r\nAllow: POST\r\n"));
+	ck_assert(x.fake.discarded);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(misconfigured_503_before_headers)
+{
+	struct fx x;
+
+	fx_init(&x, "badconf", "tolerance = soon\n");
+	param(&x, "REQUEST_METHOD=POST");
+	param(&x, "WEBHOOK_CONF=%s", x.conf);
+	ck_assert_int_eq(run(&x), 503);
+	ck_assert(contains(x.fake.out, "\r\nRetry-After: 30\r\n"));
+	ck_assert(logged(&x, "answering 503 until it is fixed"));
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(database_in_docroot_503)
+{
+	struct fx x;
+
+	start(&x, "docroot");
+	param(&x, "DOCUMENT_ROOT=%s", dir);
+	refused(&x, 503, "is inside the document root");
+}
+END_TEST
+
+START_TEST(inbox_unopenable_503)
+{
+	struct fx x;
+	char extra[1024];
+
+	fx_init(&x, "unopenable", "");
+	/* A second database line would be refused: write the file anew. */
+	snprintf(extra, sizeof extra, "database = %s/no/such/dir/x.db\n"
+	    "secret = %s\nlog = %s\n", dir, SECRET, x.log);
+	check_write_file(x.conf, extra);
+	post(&x, "msg_unopenable", BODY, strlen(BODY));
+	refused(&x, 503, "inbox: ");
+}
+END_TEST
+
+START_TEST(header_missing_or_empty_400)
+{
+	static const char *const drop[] = { "HTTP_WEBHOOK_ID=",
+	    "HTTP_WEBHOOK_TIMESTAMP=", "HTTP_WEBHOOK_SIGNATURE=" };
+	size_t i, j;
+
+	for (i = 0; i < NELEM(drop); i++) {
+		for (j = 0; j < 2; j++) {	/* missing, then empty */
+			struct fx x;
+			size_t k, n = 0;
+
+			fx_init(&x, "missing", "");
+			post(&x, "msg_missing", BODY, strlen(BODY));
+			for (k = 0; k < x.nparams; k++) {
+				if (strncmp(x.params[k], drop[i],
+				    strlen(drop[i])) != 0)
+					x.params[n++] = x.params[k];
+				else if (j == 1)
+					x.params[n++] = drop[i];
+			}
+			x.nparams = n;
+			ck_assert_int_eq(run(&x), 400);
+			ck_assert(contains(x.fake.out, "\r\n\r\nbad request\n"));
+			fx_free(&x);
+		}
+	}
+}
+END_TEST
+
+START_TEST(id_too_long_400)
+{
+	struct fx x;
+	char id[WEBHOOK_ID_MAX + 2];
+
+	memset(id, 'a', sizeof id - 1);
+	id[sizeof id - 1] = '\0';
+	fx_init(&x, "longid", "");
+	post(&x, id, BODY, strlen(BODY));
+	ck_assert_int_eq(run(&x), 400);
+	ck_assert(logged(&x, "webhook-id longer than 256 bytes"));
+	/* The longest accepted id is stored. */
+	id[WEBHOOK_ID_MAX] = '\0';
+	fx_free(&x);
+	fx_init(&x, "longid", "");
+	post(&x, id, BODY, strlen(BODY));
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(signature_header_too_long_401)
+{
+	static char filler[SIGNATURE_HEADER_MAX];
+	struct fx x;
+
+	/* A valid entry, behind more than 16 KiB of others: not cut. */
+	memset(filler, 'x', sizeof filler - 1);
+	filler[sizeof filler - 1] = '\0';
+	fx_init(&x, "longsig", "");
+	param(&x, "HTTP_WEBHOOK_SIGNATURE=v1,%s", filler);
+	post(&x, "msg_longsig", BODY, strlen(BODY));
+	refused(&x, 401, "webhook-signature longer than 16 KiB");
+}
+END_TEST
+
+START_TEST(content_length_not_a_number_400)
+{
+	struct fx x;
+
+	start(&x, "clnan");
+	param(&x, "CONTENT_LENGTH=12x");
+	refused(&x, 400, "CONTENT_LENGTH is not a number");
+}
+END_TEST
+
+/* Refused by CONTENT_LENGTH before a byte is read. */
+START_TEST(content_length_over_max_body_413)
+{
+	struct fx x;
+
+	start(&x, "clbig");
+	param(&x, "CONTENT_LENGTH=%d", MAX_BODY + 1);
+	ck_assert_int_eq(run(&x), 413);
+	ck_assert(contains(x.fake.out, "\r\n\r\nbody too large\n"));
+	ck_assert(x.fake.discarded);
+	ck_assert_int_eq(rows(x.db), 0);
+	fx_free(&x);
+}
+END_TEST
+
+/* Without CONTENT_LENGTH (chunked): refused while reading. */
+START_TEST(body_over_max_body_413)
+{
+	static char big[MAX_BODY + 1];
+	struct fx x;
+
+	memset(big, 'b', sizeof big);
+	fx_init(&x, "bodybig", "");
+	post(&x, "msg_bodybig", big, sizeof big);
+	x.fake.body_to_eof = 1;
+	refused(&x, 413, "body over max_body");
+}
+END_TEST
+
+START_TEST(body_too_slow_408)
+{
+	struct fx x;
+
+	start(&x, "slow");
+	x.fake.body_to_eof = 1;
+	x.fake.late_at = 5;
+	ck_assert_int_eq(run(&x), 408);
+	ck_assert(contains(x.fake.out, "\r\n\r\nbody too slow\n"));
+	ck_assert_int_eq(rows(x.db), 0);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(body_read_error_400)
+{
+	struct fx x;
+
+	start(&x, "readerr");
+	x.fake.fail_at = 5;
+	refused(&x, 400, "body could not be read to its end");
+}
+END_TEST
+
+START_TEST(body_shorter_than_content_length_400)
+{
+	struct fx x;
+
+	start(&x, "short");
+	param(&x, "CONTENT_LENGTH=%zu", strlen(BODY) + 1);
+	refused(&x, 400, "body length differs from CONTENT_LENGTH");
+}
+END_TEST
+
+START_TEST(timestamp_not_plain_or_outside_401)
+{
+	static const char *const bad[] = { "0123", "-5", "12a", "1000000000" };
+	size_t i;
+
+	for (i = 0; i < NELEM(bad); i++) {
+		struct fx x;
+		char sig[128];
+
+		fx_init(&x, "ts", "");
+		sign(SECRET, "msg_ts", bad[i], BODY, strlen(BODY), sig,
+		    sizeof sig);
+		param(&x, "REQUEST_METHOD=POST");
+		param(&x, "WEBHOOK_CONF=%s", x.conf);
+		param(&x, "HTTP_WEBHOOK_ID=msg_ts");
+		param(&x, "HTTP_WEBHOOK_TIMESTAMP=%s", bad[i]);
+		param(&x, "HTTP_WEBHOOK_SIGNATURE=%s", sig);
+		x.fake.body = BODY;
+		x.fake.body_len = strlen(BODY);
+		ck_assert_int_eq(run(&x), 401);
+		ck_assert(contains(x.fake.out, "signature not accepted\n"));
+		fx_free(&x);
+	}
+}
+END_TEST
+
+START_TEST(no_entry_verifies_401)
+{
+	struct fx x;
+	char body[] = BODY;
+
+	fx_init(&x, "forged", "");
+	post(&x, "msg_forged", body, strlen(body));
+	body[2] = 'T';		/* signed before, changed after */
+	ck_assert_int_eq(run(&x), 401);
+	ck_assert(logged(&x, "no signature entry verifies"));
+	ck_assert_int_eq(rows(x.db), 0);
+	fx_free(&x);
+}
+END_TEST
+
+/* A body over twice the read chunk is not kept by an idle thread. */
+START_TEST(large_body_not_pinned)
+{
+	static char big[3 * REQUEST_READ_CHUNK];
+	struct fx x;
+
+	memset(big, ' ', sizeof big);
+	fx_init(&x, "pin", "");
+	post(&x, "msg_pin", big, sizeof big);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert_uint_eq(x.rv.body.size, 0);
+	fx_free(&x);
+}
+END_TEST
+
+static Suite *
+receive_suite(void)
+{
+	Suite *s = suite_create("receive");
+	TCase *tc = tcase_create("status table");
+
+	tcase_add_test(tc, new_event_200_stored);
+	tcase_add_test(tc, duplicate_200);
+	tcase_add_test(tc, long_lived_chunked_200);
+	tcase_add_test(tc, repeated_signature_params_200);
+	tcase_add_test(tc, not_post_405_before_anything);
+	tcase_add_test(tc, misconfigured_503_before_headers);
+	tcase_add_test(tc, database_in_docroot_503);
+	tcase_add_test(tc, inbox_unopenable_503);
+	tcase_add_test(tc, header_missing_or_empty_400);
+	tcase_add_test(tc, id_too_long_400);
+	tcase_add_test(tc, signature_header_too_long_401);
+	tcase_add_test(tc, content_length_not_a_number_400);
+	tcase_add_test(tc, content_length_over_max_body_413);
+	tcase_add_test(tc, body_over_max_body_413);
+	tcase_add_test(tc, body_too_slow_408);
+	tcase_add_test(tc, body_read_error_400);
+	tcase_add_test(tc, body_shorter_than_content_length_400);
+	tcase_add_test(tc, timestamp_not_plain_or_outside_401);
+	tcase_add_test(tc, no_entry_verifies_401);
+	tcase_add_test(tc, large_body_not_pinned);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 1;
+	log_init("test_receive");
+	return check_main_in_tmpdir(receive_suite, dir);
+}
