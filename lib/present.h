@@ -1,0 +1,66 @@
+/*
+ * present: how the drainer shows events and times to a person or a script
+ * (DESIGN.md "The drainer": list, show, status).  Every string that came
+ * from outside (ids, types, handler output) goes through util_escape here,
+ * so a hostile body cannot forge lines or send terminal escapes; JSON
+ * output stays valid UTF-8 for the same reason.
+ */
+#ifndef WEBHOOK_PRESENT_H
+#define WEBHOOK_PRESENT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "inbox.h"
+
+/* Characters of the short forms below, with their NUL. */
+#define PRESENT_TIME_SIZE	32
+/* Bytes of untrusted text printed at most by present_escaped (a longer
+ * text is cut): a handler's output tail is 4 KB, an id 64 bytes. */
+#define PRESENT_ESCAPED_MAX	65536
+
+/* "2026-11-30T07:21:22Z" from a normalised instant (to the second), "-"
+ * when `instant` is NULL or not normalised.  Returns out. */
+const char *present_short_time(const char *instant,
+	    char out[PRESENT_TIME_SIZE]);
+
+/* "3m ago" / "2h from now" for a normalised instant against now_ns (ns
+ * since the epoch); "never" when NULL or unparsable.  Units switch at two
+ * of the larger unit (119 s, then 2m ... 47h, then 2d).  Returns out. */
+const char *present_relative(const char *instant, int64_t now_ns,
+	    char out[PRESENT_TIME_SIZE]);
+
+/* Write the first len (at most PRESENT_ESCAPED_MAX) bytes of s to f, control
+ * and non-ASCII bytes as \xHH text.  Out of memory: prints nothing. */
+void	present_escaped(FILE *f, const char *s, size_t len);
+
+/* NUL-terminated s escaped as above; "-" for NULL. */
+void	present_text(FILE *f, const char *s);
+
+/* A handler's output for `show`: each of its lines as "  | line\n",
+ * escaped; a last line without its newline is shown too. */
+void	present_output(FILE *f, const char *s, size_t len);
+
+/*
+ * One event as a JSON object (`list --json`, `show --json`): every column
+ * of the contract, untrusted text escaped, "" and NULL as null; with
+ * with_body and a kept body, "body_base64" holds the exact bytes.  Returns
+ * a new object (cJSON_Delete it) or NULL when out of memory.
+ */
+cJSON	*present_event_json(const struct inbox_event *e, int with_body);
+
+/* Print o unformatted on one line of stdout, then cJSON_Delete it (NULL
+ * accepted: prints nothing). */
+void	present_json(cJSON *o);
+
+/*
+ * An operator's time (--since, --until): an ISO-8601 instant, or a
+ * duration back from now_ns such as "2h" (at most 3650 days).  Returns 0
+ * with *out in ns since the epoch, or -1 when it is neither.
+ */
+int	present_parse_when(const char *s, int64_t now_ns, int64_t *out)
+	    __attribute__((warn_unused_result));
+
+#endif
