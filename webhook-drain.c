@@ -31,7 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <sodium.h>
 
@@ -39,11 +38,11 @@
 #include "lib/config.h"
 #include "lib/drain.h"
 #include "lib/inbox.h"
-#include "lib/instant.h"
 #include "lib/paging.h"
 #include "lib/present.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
+#include "lib/status.h"
 #include "lib/util.h"
 #include "lib/version.h"
 
@@ -187,11 +186,115 @@ struct opts {
 	int			 nargs;
 };
 
+/* One filter option (--state, --type, --object, --since, --until) into
+ * o->filter.  0, or -1 when its value is wrong (said). */
+static int
+parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
+{
+	char *colon;
+
+	switch (ch) {
+	case OPT_STATE:
+		if (strcmp(arg, "pending") && strcmp(arg, "done") &&
+		    strcmp(arg, "stale") && strcmp(arg, "dead")) {
+			fprintf(stderr, "webhook-drain: --state: one of "
+			    "pending, done, stale, dead\n");
+			return -1;
+		}
+		o->filter.state = arg;
+		break;
+	case OPT_TYPE:
+		o->filter.type_glob = arg;
+		break;
+	case OPT_OBJECT:
+		free(o->object_buf);
+		if ((o->object_buf = strdup(arg)) == NULL)
+			return -1;
+		if ((colon = strchr(o->object_buf, ':')) != NULL) {
+			*colon = '\0';
+			o->filter.object_id = colon + 1;
+			if (colon[1] == '\0' || colon == o->object_buf) {
+				fprintf(stderr, "webhook-drain: --object: "
+				    "TYPE or TYPE:ID, neither empty\n");
+				return -1;
+			}
+		}
+		o->filter.object_type = o->object_buf;
+		break;
+	default:	/* OPT_SINCE, OPT_UNTIL */
+		if (present_parse_when(arg, now, ch == OPT_SINCE ?
+		    &o->filter.since_ns : &o->filter.until_ns) == -1) {
+			fprintf(stderr, "webhook-drain: %s: not an ISO-8601 "
+			    "instant or a duration\n", arg);
+			return -1;
+		}
+		if (ch == OPT_SINCE)
+			o->filter.has_since = 1;
+		else
+			o->filter.has_until = 1;
+	}
+	o->nfilters++;
+	return 0;
+}
+
+/* One of the other options.  0, or -1 when its value is wrong (said). */
+static int
+parse_option(int ch, const char *arg, struct opts *o)
+{
+	int64_t v;
+
+	switch (ch) {
+	case OPT_LIMIT:
+		if (util_parse_int(arg, 1, INT64_MAX, &o->filter.limit) == -1) {
+			fprintf(stderr, "webhook-drain: --limit: a positive number\n");
+			return -1;
+		}
+		return 0;
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	case OPT_YES:
+		o->yes = 1;
+		return 0;
+	case OPT_BODY:
+		o->body = 1;
+		return 0;
+	case OPT_ID:
+		o->id = arg;
+		return 0;
+	case OPT_SIZE:
+		if (util_parse_int(arg, 1, SENDER_BODY_MAX, &o->size) == -1) {
+			fprintf(stderr, "webhook-drain: --size: a byte count "
+			    "from 1 to %d\n", SENDER_BODY_MAX);
+			return -1;
+		}
+		return 0;
+	case OPT_DOCROOT:
+		o->docroot = arg;
+		return 0;
+	case OPT_MAX_TIME:
+	case OPT_MAX_PENDING_AGE:
+	case OPT_MAX_IDLE:
+		if (util_parse_duration(arg, 3650LL * 86400, &v) == -1 || v < 1) {
+			fprintf(stderr, "webhook-drain: %s: not a duration\n", arg);
+			return -1;
+		}
+		if (ch == OPT_MAX_TIME)
+			o->max_time = v;
+		else if (ch == OPT_MAX_PENDING_AGE)
+			o->max_pending_age = v;
+		else
+			o->max_idle = v;
+		return 0;
+	}
+	return -1;
+}
+
 static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	int64_t now = util_now_ns();
-	int ch;
+	int ch, rc;
 
 	memset(o, 0, sizeof *o);
 	o->max_pending_age = 3600;
@@ -206,102 +309,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 			fprintf(stderr, "webhook-drain: an option has an empty value\n");
 			return -1;
 		}
-		switch (ch) {
-		case OPT_STATE:
-			if (strcmp(optarg, "pending") && strcmp(optarg, "done") &&
-			    strcmp(optarg, "stale") && strcmp(optarg, "dead")) {
-				fprintf(stderr, "webhook-drain: --state: one of "
-				    "pending, done, stale, dead\n");
-				return -1;
-			}
-			o->filter.state = optarg;
-			o->nfilters++;
-			break;
-		case OPT_TYPE:
-			o->filter.type_glob = optarg;
-			o->nfilters++;
-			break;
-		case OPT_OBJECT: {
-			char *colon;
-			free(o->object_buf);
-			if ((o->object_buf = strdup(optarg)) == NULL)
-				return -1;
-			if ((colon = strchr(o->object_buf, ':')) != NULL) {
-				*colon = '\0';
-				o->filter.object_id = colon + 1;
-				if (colon[1] == '\0' || colon == o->object_buf) {
-					fprintf(stderr, "webhook-drain: --object: "
-					    "TYPE or TYPE:ID, neither empty\n");
-					return -1;
-				}
-			}
-			o->filter.object_type = o->object_buf;
-			o->nfilters++;
-			break;
-		}
-		case OPT_SINCE:
-		case OPT_UNTIL:
-			if (present_parse_when(optarg, now, ch == OPT_SINCE ?
-			    &o->filter.since_ns : &o->filter.until_ns) == -1) {
-				fprintf(stderr, "webhook-drain: %s: not an ISO-8601 "
-				    "instant or a duration\n", optarg);
-				return -1;
-			}
-			if (ch == OPT_SINCE)
-				o->filter.has_since = 1;
-			else
-				o->filter.has_until = 1;
-			o->nfilters++;
-			break;
-		case OPT_LIMIT:
-			if (util_parse_int(optarg, 1, INT64_MAX, &o->filter.limit) == -1) {
-				fprintf(stderr, "webhook-drain: --limit: a positive number\n");
-				return -1;
-			}
-			break;
-		case OPT_JSON:
-			o->json = 1;
-			break;
-		case OPT_YES:
-			o->yes = 1;
-			break;
-		case OPT_BODY:
-			o->body = 1;
-			break;
-		case OPT_ID:
-			o->id = optarg;
-			break;
-		case OPT_SIZE:
-			if (util_parse_int(optarg, 1, SENDER_BODY_MAX, &o->size) == -1) {
-				fprintf(stderr, "webhook-drain: --size: a byte count "
-				    "from 1 to %d\n", SENDER_BODY_MAX);
-				return -1;
-			}
-			break;
-		case OPT_DOCROOT:
-			o->docroot = optarg;
-			break;
-		case OPT_MAX_TIME:
-		case OPT_MAX_PENDING_AGE:
-		case OPT_MAX_IDLE: {
-			int64_t v;
-			if (util_parse_duration(optarg, 3650LL * 86400, &v) == -1 ||
-			    v < 1) {
-				fprintf(stderr, "webhook-drain: %s: not a duration\n",
-				    optarg);
-				return -1;
-			}
-			if (ch == OPT_MAX_TIME)
-				o->max_time = v;
-			else if (ch == OPT_MAX_PENDING_AGE)
-				o->max_pending_age = v;
-			else
-				o->max_idle = v;
-			break;
-		}
-		default:
+		if (ch == OPT_STATE || ch == OPT_TYPE || ch == OPT_OBJECT ||
+		    ch == OPT_SINCE || ch == OPT_UNTIL)
+			rc = parse_filter(ch, optarg, now, o);
+		else
+			rc = parse_option(ch, optarg, o);
+		if (rc == -1)
 			return -1;
-		}
 	}
 	for (; optind < argc; optind++) {
 		if (o->nargs == 4)
@@ -316,12 +330,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-
 /* ---- run ----------------------------------------------------------------- */
 
-/* What the run reports, as cron should mail it: problems always, the first
- * failure and death of an event always (not every retry in between), the
- * rest with -v only. */
+/* What the run reports, as cron should mail it: problems always; for
+ * events, what present_drain_event says with and without -v. */
 static void
 run_problem(void *arg, const char *line)
 {
@@ -332,54 +344,9 @@ run_problem(void *arg, const char *line)
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
-	const struct inbox_event *e = ev->e;
 	const struct config *c = arg;
-	char idesc[1100];
 
-	util_escape(e->webhook_id, strlen(e->webhook_id), idesc, sizeof idesc);
-	switch (ev->outcome) {
-	case DRAIN_DONE:
-		if (verbose)
-			printf("done    %s (attempt %lld, %.3f s)\n", idesc,
-			    (long long)e->attempts, (double)ev->r->elapsed_ns / 1e9);
-		break;
-	case DRAIN_STALE:
-		if (verbose) {
-			printf("stale   ");
-			present_text(stdout, e->webhook_id);
-			printf(" (older than what was done for ");
-			present_text(stdout, e->object_type);
-			putchar(' ');
-			present_text(stdout, e->object_id);
-			printf(")\n");
-		}
-		break;
-	case DRAIN_STALE_FETCHED:
-		if (verbose)
-			printf("stale   %s (the API's object is older than what "
-			    "was done)\n", idesc);
-		break;
-	case DRAIN_DEAD:
-		fprintf(stderr, "webhook-drain: %s is dead after %lld failures "
-		    "(last: %s); see 'webhook-drain show %s', then requeue or "
-		    "forget it\n", idesc, (long long)ev->failures, ev->r->error,
-		    idesc);
-		break;
-	case DRAIN_RETRY:
-		if (ev->failures == 1) {
-			fprintf(stderr, "webhook-drain: %s failed (%s); it will be "
-			    "retried with backoff, up to %lld attempts. Output "
-			    "tail: ", idesc, ev->r->error, (long long)c->max_attempts);
-			present_escaped(stderr, ev->r->output,
-			    ev->r->output_len > 300 ? 300 : ev->r->output_len);
-			fputc('\n', stderr);
-		} else if (verbose) {
-			printf("retry   %s (%s; failure %lld of %lld)\n", idesc,
-			    ev->r->error, (long long)ev->failures,
-			    (long long)c->max_attempts);
-		}
-		break;
-	}
+	present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
 }
 
 static int
@@ -429,100 +396,28 @@ static int
 cmd_status(const struct config *c, struct opts *o)
 {
 	struct inbox_status_report r;
+	struct status_attention at;
 	struct inbox *ib;
 	struct buf err;
-	int64_t now = util_now_ns(), t;
-	char a[32], b[32], problems[4][PATH_MAX + 200];
-	int np = 0, i;
+	int64_t now = util_now_ns();
+	enum inbox_status s;
 
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_status_report(ib, &r, &err) != INBOX_OK) {
+	if ((s = inbox_status_report(ib, &r, &err)) != INBOX_OK)
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
-		buf_free(&err);
-		inbox_close(ib);
-		return EXIT_FAILED;
-	}
 	buf_free(&err);
 	inbox_close(ib);
-
-	if (r.dead > 0)
-		snprintf(problems[np++], sizeof problems[0], "%lld dead event%s: "
-		    "webhook-drain list --state dead", (long long)r.dead,
-		    r.dead == 1 ? "" : "s");
-	if (r.oldest_pending[0] && instant_to_ns(r.oldest_pending, &t) == 0 &&
-	    now - t > o->max_pending_age * NS)
-		snprintf(problems[np++], sizeof problems[0], "oldest pending event "
-		    "received %s (over --max-pending-age %llds)",
-		    present_relative(r.oldest_pending, now, a), (long long)o->max_pending_age);
-	if (r.lock_busy_since[0] && instant_to_ns(r.lock_busy_since, &t) == 0 &&
-	    now - t > o->max_idle * NS) {
-		snprintf(problems[np++], sizeof problems[0], "every run since %s "
-		    "found the run lock held: a handler, or a process it left "
-		    "behind (setsid, a daemon), still holds %s.drain-lock; see "
-		    "`fuser -v %s.drain-lock`", present_relative(r.lock_busy_since, now, a),
-		    c->database, c->database);
-	} else if (r.last_run_started[0] == '\0') {
-		if (r.pending > 0)
-			snprintf(problems[np++], sizeof problems[0], "no drainer run "
-			    "recorded yet: is the crontab line installed?");
-	} else if (instant_to_ns(r.last_run_started, &t) == 0 &&
-	    now - t > o->max_idle * NS) {
-		snprintf(problems[np++], sizeof problems[0], "the last drainer run "
-		    "started %s (over --max-idle %llds): is cron running it?",
-		    present_relative(r.last_run_started, now, a), (long long)o->max_idle);
-	}
-
-	if (o->json) {
-		cJSON *j = cJSON_CreateObject(), *arr;
-		cJSON_AddNumberToObject(j, "pending", (double)r.pending);
-		cJSON_AddNumberToObject(j, "waiting_retry", (double)r.waiting_retry);
-		cJSON_AddNumberToObject(j, "blocked", (double)r.blocked);
-		cJSON_AddNumberToObject(j, "done", (double)r.done);
-		cJSON_AddNumberToObject(j, "stale", (double)r.stale);
-		cJSON_AddNumberToObject(j, "dead", (double)r.dead);
-		if (r.oldest_pending[0])
-			cJSON_AddStringToObject(j, "oldest_pending_received_at",
-			    r.oldest_pending);
-		else
-			cJSON_AddNullToObject(j, "oldest_pending_received_at");
-		if (r.last_run_started[0])
-			cJSON_AddStringToObject(j, "last_run_started", r.last_run_started);
-		else
-			cJSON_AddNullToObject(j, "last_run_started");
-		if (r.last_run_finished[0])
-			cJSON_AddStringToObject(j, "last_run_finished", r.last_run_finished);
-		else
-			cJSON_AddNullToObject(j, "last_run_finished");
-		cJSON_AddStringToObject(j, "last_run_outcome", r.last_run_outcome);
-		arr = cJSON_AddArrayToObject(j, "attention");
-		for (i = 0; i < np; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(problems[i]));
-		present_json(j);
-	} else {
-		printf("pending  %lld", (long long)r.pending);
-		if (r.waiting_retry || r.blocked)
-			printf(" (%lld waiting for a retry, %lld blocked behind an "
-			    "earlier event of their object)", (long long)r.waiting_retry,
-			    (long long)r.blocked);
-		printf("\ndone     %lld\nstale    %lld\ndead     %lld\n",
-		    (long long)r.done, (long long)r.stale, (long long)r.dead);
-		printf("oldest pending: %s\n", r.oldest_pending[0] ?
-		    present_relative(r.oldest_pending, now, a) : "none");
-		if (r.last_run_started[0])
-			printf("last run: started %s (%s), %s\n",
-			    present_short_time(r.last_run_started, b),
-			    present_relative(r.last_run_started, now, a),
-			    r.last_run_outcome[0] ? r.last_run_outcome : "?");
-		else
-			printf("last run: never\n");
-		for (i = 0; i < np; i++)
-			printf("attention: %s\n", problems[i]);
-		if (np == 0)
-			printf("ok\n");
-	}
-	return np > 0 ? EXIT_FAILED : 0;
+	if (s != INBOX_OK)
+		return EXIT_FAILED;
+	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
+	    &at);
+	if (o->json)
+		present_json(status_json(&r, &at));
+	else
+		status_print(stdout, &r, &at, now);
+	return at.n > 0 ? EXIT_FAILED : 0;
 }
 
 struct list_ctx {
@@ -535,34 +430,13 @@ static int
 list_one(const struct inbox_event *e, void *arg)
 {
 	struct list_ctx *lc = arg;
-	char a[32], b[32];
 
 	lc->n++;
 	if (lc->json) {
 		present_json(present_event_json(e, 0));
 		return 0;
 	}
-	printf("%s  %-7s  %3lld  ", present_short_time(e->received_at, a), e->state,
-	    (long long)e->attempts);
-	present_text(stdout, e->webhook_id);
-	putchar(' ');
-	present_text(stdout, e->type);
-	putchar(' ');
-	if (e->object_type != NULL) {
-		present_text(stdout, e->object_type);
-		putchar(':');
-		present_text(stdout, e->object_id);
-	} else {
-		putchar('-');
-	}
-	printf(" %s", e->created_at[0] ? present_short_time(e->created_at, b) : "-");
-	if (strcmp(e->state, "pending") == 0) {
-		if (e->blocked)
-			printf("  blocked");
-		else if (e->failures > 0)
-			printf("  retry %s", present_relative(e->next_at, lc->now, b));
-	}
-	putchar('\n');
+	present_event_line(stdout, e, lc->now);
 	return 0;
 }
 
@@ -594,7 +468,6 @@ static int
 show_one(const struct inbox_event *e, void *arg)
 {
 	struct list_ctx *lc = arg;
-	char a[32], b[32];
 
 	lc->n++;
 	if (lc->json == 2) {	/* --body: the stored bytes, nothing else */
@@ -606,55 +479,7 @@ show_one(const struct inbox_event *e, void *arg)
 		present_json(present_event_json(e, 1));
 		return -1;
 	}
-	printf("webhook-id:    ");
-	present_text(stdout, e->webhook_id);
-	printf("\nstate:         %s", e->state);
-	if (strcmp(e->state, "pending") == 0 && e->blocked)
-		printf(" (blocked behind an earlier pending event of its object)");
-	else if (strcmp(e->state, "pending") == 0 && e->failures > 0)
-		printf(" (next attempt %s, %s)", present_short_time(e->next_at, a),
-		    present_relative(e->next_at, lc->now, b));
-	if (e->requeued)
-		printf(" (requeued by an operator)");
-	printf("\ntype:          ");
-	present_text(stdout, e->type);
-	printf("\nobject:        ");
-	if (e->object_type) {
-		present_text(stdout, e->object_type);
-		putchar(' ');
-		present_text(stdout, e->object_id);
-	} else {
-		putchar('-');
-	}
-	printf("\ncreated-at:    ");
-	present_text(stdout, e->created_at_raw);
-	if (e->created_at[0])
-		printf("  (%s)", e->created_at);
-	printf("\nupdated-at:    %s\n", e->updated_at[0] ? e->updated_at : "-");
-	printf("truncated:     %s\n", e->truncated ? "yes" : "no");
-	printf("received-at:   %s (%s)\n", e->received_at,
-	    present_relative(e->received_at, lc->now, a));
-	printf("sent-at:       %lld (webhook-timestamp)\n",
-	    (long long)e->webhook_timestamp);
-	printf("verified-by:   secret ");
-	present_text(stdout, e->secret_fp);
-	printf("\nattempts:      %lld (%lld failures since received or requeued)\n",
-	    (long long)e->attempts, (long long)e->failures);
-	printf("finished-at:   %s\n", e->finished_at[0] ? e->finished_at : "-");
-	printf("last-error:    ");
-	present_text(stdout, e->last_error);
-	printf("\nlast-output:");
-	if (e->last_output.len > 0) {
-		putchar('\n');
-		present_output(stdout, e->last_output.data, e->last_output.len);
-	} else {
-		printf("   -\n");
-	}
-	if (e->has_body)
-		printf("body:          %zu bytes (webhook-drain show --body ID)\n",
-		    e->body.len);
-	else
-		printf("body:          dropped by retention\n");
+	present_event_card(stdout, e, lc->now);
 	return -1;
 }
 
@@ -692,35 +517,13 @@ cmd_show(const struct config *c, struct opts *o)
 
 /* ---- requeue, forget, purge ---------------------------------------------- */
 
-struct stale_ctx {
-	struct inbox	*ib;
-	int64_t		 stale;
-	int64_t		 failed;
-};
-
-static int
-count_stale(const struct inbox_event *e, void *arg)
-{
-	struct stale_ctx *sc = arg;
-	struct buf err;
-	int stale = 0;
-
-	buf_init(&err, 1024);
-	if (inbox_is_stale(sc->ib, e, &stale, &err) != INBOX_OK)
-		sc->failed = 1;
-	sc->stale += stale;
-	buf_free(&err);
-	return 0;
-}
-
 static int
 cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 {
 	const char *verb = requeue ? "requeue" : "forget";
-	struct stale_ctx sc;
 	struct inbox *ib;
 	struct buf err;
-	int64_t n = 0;
+	int64_t n = 0, stale = 0;
 	int rc = 0;
 
 	if (o->nargs == 1 && o->nfilters == 0) {
@@ -739,11 +542,8 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	memset(&sc, 0, sizeof sc);
-	sc.ib = ib;
 	if (inbox_count(ib, &o->filter, &n, &err) != INBOX_OK ||
-	    (requeue && inbox_list(ib, &o->filter, 0, count_stale, &sc,
-	    &err) != INBOX_OK)) {
+	    (requeue && drain_count_stale(ib, &o->filter, &stale, &err) != 0)) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
 		goto out;
@@ -755,10 +555,10 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 	}
 	if (!o->yes) {
 		printf("would %s %lld event%s", verb, (long long)n, n == 1 ? "" : "s");
-		if (sc.stale)
+		if (stale)
 			printf(" (%lld older than what was already done for their "
 			    "object: they would be handed out anyway)",
-			    (long long)sc.stale);
+			    (long long)stale);
 		printf("; run again with --yes\n");
 		goto out;
 	}
@@ -770,11 +570,11 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 	}
 	printf("%s %lld event%s", requeue ? "requeued" : "forgot", (long long)n,
 	    n == 1 ? "" : "s");
-	if (requeue && sc.stale)
+	if (requeue && stale)
 		printf("; %lld %s older than what was already done for %s object "
 		    "and will be handed out anyway (WEBHOOK_STALE=1)",
-		    (long long)sc.stale, sc.stale == 1 ? "is" : "are",
-		    sc.stale == 1 ? "its" : "their");
+		    (long long)stale, stale == 1 ? "is" : "are",
+		    stale == 1 ? "its" : "their");
 	if (!requeue)
 		printf("; a replay is now accepted as new, and handed out if it is "
 		    "still the newest for its object");
@@ -809,7 +609,6 @@ cmd_purge(const struct config *c, struct opts *o)
 	inbox_close(ib);
 	return rc;
 }
-
 
 /* ---- send ---------------------------------------------------------------- */
 
@@ -950,7 +749,7 @@ cmd_check(const struct config *c, struct opts *o)
 	return n.fail ? EXIT_FAILED : 0;
 }
 
-/* ---- sync, recover -------------------------------------------------------- */
+/* ---- sync, recover ------------------------------------------------------- */
 
 /* Progress on a terminal only: nothing on a pipe or under cron. */
 static int progress_on;
@@ -967,23 +766,9 @@ static void
 walk_progress(void *arg, const struct paging_progress *p, const char *what,
     const char *at)
 {
-	double secs = (double)(util_mono_ns() - p->start) / 1e9;
-	int64_t at_ns;
-	char eta[32] = "";
-
 	(void)arg;
-	if (!progress_on)
-		return;
-	if (at != NULL && instant_to_ns(at, &at_ns) == 0 && at_ns > p->from_ns &&
-	    p->to_ns > p->from_ns && secs > 0.5) {
-		double done = (double)(at_ns - p->from_ns) / (double)(p->to_ns - p->from_ns);
-		if (done > 0.01 && done < 1)
-			snprintf(eta, sizeof eta, ", ETA %.0fs", secs / done - secs);
-	}
-	fprintf(stderr, "\r%s: %lld pages, %lld items (%lld new), %.0f/s%s   ",
-	    what, (long long)p->pages, (long long)p->items, (long long)p->stored,
-	    secs > 0 ? (double)p->items / secs : 0.0, eta);
-	fflush(stderr);
+	if (progress_on)
+		present_progress(stderr, p, what, at);
 }
 
 static const struct paging_hooks walk_hooks = {

@@ -96,6 +96,37 @@ drain_enter_config_dir(const char *config_path, char *dir, size_t dirsz)
 	return chdir(dir[0] ? dir : "/");
 }
 
+struct stale_count {
+	struct inbox	*ib;
+	int64_t		 n;
+};
+
+static int
+count_one_stale(const struct inbox_event *e, void *arg)
+{
+	struct stale_count *sc = arg;
+	struct buf err;
+	int stale = 0;
+
+	buf_init(&err, 1024);
+	if (inbox_is_stale(sc->ib, e, &stale, &err) == INBOX_OK)
+		sc->n += stale;
+	buf_free(&err);
+	return 0;
+}
+
+int
+drain_count_stale(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
+    struct buf *err)
+{
+	struct stale_count sc = { ib, 0 };
+
+	if (inbox_list(ib, f, 0, count_one_stale, &sc, err) != INBOX_OK)
+		return -1;
+	*n = sc.n;
+	return 0;
+}
+
 /* The handler's environment (DESIGN.md "Handler"); env has room for 16. */
 static size_t
 handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,

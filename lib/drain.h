@@ -92,6 +92,15 @@ enum drain_status drain_run(const struct config *c, int64_t max_time_s,
 int64_t	drain_retry_delay(const struct config *c, int64_t failures);
 
 /*
+ * How many of the events f matches are older than what was already done
+ * for their object (the stale rule, judged now): `requeue` hands them out
+ * anyway, and says so.  An event whose check fails counts as not stale.
+ * Returns 0 with *n, or -1 with the inbox's reason in err.
+ */
+int	drain_count_stale(struct inbox *ib, const struct inbox_filter *f,
+	    int64_t *n, struct buf *err) __attribute__((warn_unused_result));
+
+/*
  * Open c->database with the config's busy timeout and synchronous mode.
  * Returns the inbox (inbox_close it), or NULL with the reason in err.
  */

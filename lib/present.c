@@ -194,3 +194,165 @@ present_parse_when(const char *s, int64_t now_ns, int64_t *out)
 	}
 	return -1;
 }
+
+void
+present_event_line(FILE *f, const struct inbox_event *e, int64_t now_ns)
+{
+	char a[PRESENT_TIME_SIZE], b[PRESENT_TIME_SIZE];
+
+	fprintf(f, "%s  %-7s  %3lld  ", present_short_time(e->received_at, a),
+	    e->state, (long long)e->attempts);
+	present_text(f, e->webhook_id);
+	fputc(' ', f);
+	present_text(f, e->type);
+	fputc(' ', f);
+	if (e->object_type != NULL) {
+		present_text(f, e->object_type);
+		fputc(':', f);
+		present_text(f, e->object_id);
+	} else {
+		fputc('-', f);
+	}
+	fprintf(f, " %s", e->created_at[0] ?
+	    present_short_time(e->created_at, b) : "-");
+	if (strcmp(e->state, "pending") == 0) {
+		if (e->blocked)
+			fprintf(f, "  blocked");
+		else if (e->failures > 0)
+			fprintf(f, "  retry %s", present_relative(e->next_at, now_ns, b));
+	}
+	fputc('\n', f);
+}
+
+/* Field after field, in the order `show` has always printed them. */
+void
+present_event_card(FILE *f, const struct inbox_event *e, int64_t now_ns)
+{
+	char a[PRESENT_TIME_SIZE], b[PRESENT_TIME_SIZE];
+
+	fprintf(f, "webhook-id:    ");
+	present_text(f, e->webhook_id);
+	fprintf(f, "\nstate:         %s", e->state);
+	if (strcmp(e->state, "pending") == 0 && e->blocked)
+		fprintf(f, " (blocked behind an earlier pending event of its object)");
+	else if (strcmp(e->state, "pending") == 0 && e->failures > 0)
+		fprintf(f, " (next attempt %s, %s)", present_short_time(e->next_at, a),
+		    present_relative(e->next_at, now_ns, b));
+	if (e->requeued)
+		fprintf(f, " (requeued by an operator)");
+	fprintf(f, "\ntype:          ");
+	present_text(f, e->type);
+	fprintf(f, "\nobject:        ");
+	if (e->object_type) {
+		present_text(f, e->object_type);
+		fputc(' ', f);
+		present_text(f, e->object_id);
+	} else {
+		fputc('-', f);
+	}
+	fprintf(f, "\ncreated-at:    ");
+	present_text(f, e->created_at_raw);
+	if (e->created_at[0])
+		fprintf(f, "  (%s)", e->created_at);
+	fprintf(f, "\nupdated-at:    %s\n", e->updated_at[0] ? e->updated_at : "-");
+	fprintf(f, "truncated:     %s\n", e->truncated ? "yes" : "no");
+	fprintf(f, "received-at:   %s (%s)\n", e->received_at,
+	    present_relative(e->received_at, now_ns, a));
+	fprintf(f, "sent-at:       %lld (webhook-timestamp)\n",
+	    (long long)e->webhook_timestamp);
+	fprintf(f, "verified-by:   secret ");
+	present_text(f, e->secret_fp);
+	fprintf(f, "\nattempts:      %lld (%lld failures since received or "
+	    "requeued)\n",
+	    (long long)e->attempts, (long long)e->failures);
+	fprintf(f, "finished-at:   %s\n", e->finished_at[0] ? e->finished_at : "-");
+	fprintf(f, "last-error:    ");
+	present_text(f, e->last_error);
+	fprintf(f, "\nlast-output:");
+	if (e->last_output.len > 0) {
+		fputc('\n', f);
+		present_output(f, e->last_output.data, e->last_output.len);
+	} else {
+		fprintf(f, "   -\n");
+	}
+	if (e->has_body)
+		fprintf(f, "body:          %zu bytes (webhook-drain show --body ID)\n",
+		    e->body.len);
+	else
+		fprintf(f, "body:          dropped by retention\n");
+}
+
+/* One message per outcome, each worded as the drainer always has: cron
+ * mails them and operators grep for them. */
+void
+present_drain_event(FILE *out, FILE *err, const struct drain_event *ev,
+    int64_t max_attempts, int verbose)
+{
+	const struct inbox_event *e = ev->e;
+	char idesc[1100];
+
+	util_escape(e->webhook_id, strlen(e->webhook_id), idesc, sizeof idesc);
+	switch (ev->outcome) {
+	case DRAIN_DONE:
+		if (verbose)
+			fprintf(out, "done    %s (attempt %lld, %.3f s)\n", idesc,
+			    (long long)e->attempts, (double)ev->r->elapsed_ns / 1e9);
+		break;
+	case DRAIN_STALE:
+		if (verbose) {
+			fprintf(out, "stale   ");
+			present_text(out, e->webhook_id);
+			fprintf(out, " (older than what was done for ");
+			present_text(out, e->object_type);
+			fputc(' ', out);
+			present_text(out, e->object_id);
+			fprintf(out, ")\n");
+		}
+		break;
+	case DRAIN_STALE_FETCHED:
+		if (verbose)
+			fprintf(out, "stale   %s (the API's object is older than what "
+			    "was done)\n", idesc);
+		break;
+	case DRAIN_DEAD:
+		fprintf(err, "webhook-drain: %s is dead after %lld failures "
+		    "(last: %s); see 'webhook-drain show %s', then requeue or "
+		    "forget it\n", idesc, (long long)ev->failures, ev->r->error,
+		    idesc);
+		break;
+	case DRAIN_RETRY:
+		if (ev->failures == 1) {
+			fprintf(err, "webhook-drain: %s failed (%s); it will be "
+			    "retried with backoff, up to %lld attempts. Output "
+			    "tail: ", idesc, ev->r->error, (long long)max_attempts);
+			present_escaped(err, ev->r->output,
+			    ev->r->output_len > 300 ? 300 : ev->r->output_len);
+			fputc('\n', err);
+		} else if (verbose) {
+			fprintf(out, "retry   %s (%s; failure %lld of %lld)\n", idesc,
+			    ev->r->error, (long long)ev->failures,
+			    (long long)max_attempts);
+		}
+		break;
+	}
+}
+
+void
+present_progress(FILE *f, const struct paging_progress *p, const char *what,
+    const char *at)
+{
+	double secs = (double)(util_mono_ns() - p->start) / 1e9;
+	int64_t at_ns;
+	char eta[32] = "";
+
+	if (at != NULL && instant_to_ns(at, &at_ns) == 0 && at_ns > p->from_ns &&
+	    p->to_ns > p->from_ns && secs > 0.5) {
+		double done = (double)(at_ns - p->from_ns) / (double)(p->to_ns - p->from_ns);
+		if (done > 0.01 && done < 1)
+			snprintf(eta, sizeof eta, ", ETA %.0fs", secs / done - secs);
+	}
+	fprintf(f, "\r%s: %lld pages, %lld items (%lld new), %.0f/s%s   ",
+	    what, (long long)p->pages, (long long)p->items, (long long)p->stored,
+	    secs > 0 ? (double)p->items / secs : 0.0, eta);
+	fflush(f);
+}

@@ -13,7 +13,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "drain.h"
 #include "inbox.h"
+#include "paging.h"
 
 /* Characters of the short forms below, with their NUL. */
 #define PRESENT_TIME_SIZE	32
@@ -54,6 +56,30 @@ cJSON	*present_event_json(const struct inbox_event *e, int with_body);
 /* Print o unformatted on one line of stdout, then cJSON_Delete it (NULL
  * accepted: prints nothing). */
 void	present_json(cJSON *o);
+
+/* One event as a line of `list`: received (to the second), state,
+ * attempts, id, type, object TYPE:ID, event clock, and for a pending
+ * event "blocked" or when its retry is due. */
+void	present_event_line(FILE *f, const struct inbox_event *e, int64_t now_ns);
+
+/* One event as `show` prints it: one "field:" line each, the handler's
+ * output indented below last-output, the body's size (not its bytes). */
+void	present_event_card(FILE *f, const struct inbox_event *e, int64_t now_ns);
+
+/*
+ * What a run says of one event (lib/drain.h), as cron should mail it: the
+ * first failure (with the output's tail) and a death always, on err; done,
+ * stale and later retries only when verbose, on out.  max_attempts is the
+ * config's, for "failure N of M".
+ */
+void	present_drain_event(FILE *out, FILE *err, const struct drain_event *ev,
+	    int64_t max_attempts, int verbose);
+
+/* A walk's progress (lib/paging.h) as one line that rewrites itself ("\r"):
+ * pages, items, new events, items a second, and an ETA from how far the
+ * newest clock `at` (may be NULL) is through the walked range. */
+void	present_progress(FILE *f, const struct paging_progress *p,
+	    const char *what, const char *at);
 
 /*
  * An operator's time (--since, --until): an ISO-8601 instant, or a

@@ -291,6 +291,24 @@ START_TEST(older_than_done_is_stale_not_handed_out)
 	ck_assert_int_eq(res.n.done, 0);
 	state_of(&c, "old", st);
 	ck_assert_str_eq(st, "stale/0/0");
+	/* What a requeue of it would hand out although stale. */
+	{
+		struct inbox_filter f;
+		struct inbox *ib;
+		struct buf err;
+		int64_t n = -1;
+
+		buf_init(&err, 4096);
+		memset(&f, 0, sizeof f);
+		ck_assert_ptr_nonnull(ib = drain_inbox_open(&c, &err));
+		ck_assert_int_eq(drain_count_stale(ib, &f, &n, &err), 0);
+		ck_assert_int_eq(n, 1);
+		f.webhook_id = "new";
+		ck_assert_int_eq(drain_count_stale(ib, &f, &n, &err), 0);
+		ck_assert_int_eq(n, 0);
+		inbox_close(ib);
+		buf_free(&err);
+	}
 	config_free(&c);
 }
 END_TEST

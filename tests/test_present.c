@@ -147,6 +147,100 @@ START_TEST(parse_when_instant_or_duration)
 }
 END_TEST
 
+/* A pending event of client:7 that failed once, as the inbox gives it. */
+static void
+pending_event(struct inbox_event *e)
+{
+	inbox_event_init(e);
+	e->webhook_id = strdup("msg_1");
+	memcpy(e->state, "pending", 8);
+	e->type = strdup("client.updated");
+	e->object_type = strdup("client");
+	e->object_id = strdup("7");
+	e->attempts = 1;
+	e->failures = 1;
+	ck_assert_int_eq(instant_format(1772366400LL * SEC, e->received_at), 0);
+	ck_assert_int_eq(instant_format(1772366400LL * SEC, e->created_at), 0);
+	ck_assert_int_eq(instant_format(1772366520LL * SEC, e->next_at), 0);
+}
+
+START_TEST(event_line_for_list)
+{
+	struct inbox_event e;
+	char *out = NULL;
+
+	pending_event(&e);
+	CAPTURE(out, present_event_line(f, &e, 1772366400LL * SEC));
+	ck_assert_str_eq(out, "2026-03-01T12:00:00Z  pending    1  msg_1 "
+	    "client.updated client:7 2026-03-01T12:00:00Z  retry 2m from now\n");
+	free(out);
+	e.blocked = 1;
+	free(e.object_type);
+	e.object_type = NULL;
+	CAPTURE(out, present_event_line(f, &e, 1772366400LL * SEC));
+	ck_assert(contains(out, " - 2026-03-01T12:00:00Z  blocked\n"));
+	free(out);
+	inbox_event_free(&e);
+}
+END_TEST
+
+START_TEST(event_card_for_show)
+{
+	struct inbox_event e;
+	char *out = NULL;
+
+	pending_event(&e);
+	ck_assert_int_eq(buf_append(&e.last_output, "line 1\nline 2", 13), 0);
+	CAPTURE(out, present_event_card(f, &e, 1772366400LL * SEC));
+	ck_assert(contains(out, "webhook-id:    msg_1\nstate:         pending "
+	    "(next attempt 2026-03-01T12:02:00Z, 2m from now)\n"));
+	ck_assert(contains(out, "\nobject:        client 7\n"));
+	ck_assert(contains(out, "\nlast-output:\n  | line 1\n  | line 2\n"));
+	ck_assert(contains(out, "\nbody:          dropped by retention\n"));
+	free(out);
+	inbox_event_free(&e);
+}
+END_TEST
+
+START_TEST(drain_event_says_first_failure_and_death_only)
+{
+	struct handler_result r;
+	struct inbox_event e;
+	struct drain_event ev = { DRAIN_RETRY, &e, &r, 1 };
+	char *out = NULL, *err = NULL;
+	size_t outlen, errlen;
+	FILE *o, *x;
+
+	pending_event(&e);
+	memset(&r, 0, sizeof r);
+	snprintf(r.error, sizeof r.error, "exit 3");
+	memcpy(r.output, "oops\n", 5);
+	r.output_len = 5;
+	/* The first failure, even without -v; later ones only with it. */
+	ck_assert_ptr_nonnull(o = open_memstream(&out, &outlen));
+	ck_assert_ptr_nonnull(x = open_memstream(&err, &errlen));
+	present_drain_event(o, x, &ev, 12, 0);
+	ev.failures = 2;
+	present_drain_event(o, x, &ev, 12, 0);
+	present_drain_event(o, x, &ev, 12, 1);
+	ev.outcome = DRAIN_DEAD;
+	ev.failures = 12;
+	present_drain_event(o, x, &ev, 12, 0);
+	ev.outcome = DRAIN_DONE;
+	present_drain_event(o, x, &ev, 12, 0);
+	fclose(o);
+	fclose(x);
+	ck_assert_str_eq(out, "retry   msg_1 (exit 3; failure 2 of 12)\n");
+	ck_assert_str_eq(err, "webhook-drain: msg_1 failed (exit 3); it will be "
+	    "retried with backoff, up to 12 attempts. Output tail: oops\\x0a\n"
+	    "webhook-drain: msg_1 is dead after 12 failures (last: exit 3); see "
+	    "'webhook-drain show msg_1', then requeue or forget it\n");
+	free(out);
+	free(err);
+	inbox_event_free(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -159,6 +253,9 @@ suite(void)
 	tcase_add_test(tc, output_indents_each_line);
 	tcase_add_test(tc, event_json_escapes_and_keeps_body);
 	tcase_add_test(tc, parse_when_instant_or_duration);
+	tcase_add_test(tc, event_line_for_list);
+	tcase_add_test(tc, event_card_for_show);
+	tcase_add_test(tc, drain_event_says_first_failure_and_death_only);
 	suite_add_tcase(s, tc);
 	return s;
 }
