@@ -22,12 +22,11 @@
 #include "lib/event.h"
 #include "lib/runlock.h"
 #include "tests/check_common.h"
+#include "tests/check_config.h"
 
 #define SEC	1000000000LL
-#define SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 static char tmpdir[] = "/tmp/webhook-test-drain-XXXXXX";
-static int nconf;
 static char confdir[PATH_MAX];	/* the last load's */
 
 /* What the hooks saw. */
@@ -65,30 +64,17 @@ on_problem(void *arg, const char *line)
 	s->problems++;
 }
 
-/* A config in a directory of its own: database there, `handler` and the
- * extra lines as given. */
+/* A config in a directory of its own: database there, `handler` (NULL:
+ * none), retries from 10 s to 100 s, no settle, and the extra lines. */
 static void
 load(struct config *c, const char *handler, const char *extra)
 {
-	char *dir = confdir, path[PATH_MAX + 32];
-	struct buf err;
-	FILE *f;
+	char body[1024];
 
-	/* Check forks each test from the same nconf: the pid keeps them apart. */
-	snprintf(confdir, sizeof confdir, "%s/c%ld-%d", tmpdir, (long)getpid(),
-	    ++nconf);
-	ck_assert_int_eq(mkdir(dir, 0700), 0);
-	snprintf(path, sizeof path, "%s/webhook.conf", dir);
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "database = %s/inbox.db\nsecret = %s\nsettle = 0\n"
-	    "retry_base = 10s\nretry_max = 100s\n%s%s%s", dir, SECRET,
-	    handler ? "handler = " : "", handler ? handler : "",
-	    handler ? "\n" : "");
-	fputs(extra ? extra : "", f);
-	fclose(f);
-	buf_init(&err, 4096);
-	ck_assert_msg(config_load(path, c, &err) == 0, "%s", err.data);
-	buf_free(&err);
+	snprintf(body, sizeof body, "settle = 0\nretry_base = 10s\n"
+	    "retry_max = 100s\n%s%s%s%s", handler ? "handler = " : "",
+	    handler ? handler : "", handler ? "\n" : "", extra ? extra : "");
+	check_config(tmpdir, body, c, confdir);
 }
 
 /* Store one event as the receiver would, from its JSON body. */

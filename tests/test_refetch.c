@@ -15,33 +15,37 @@
 
 #include "lib/refetch.h"
 #include "tests/check_common.h"
-
-#define SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#include "tests/check_config.h"
 
 static char tmpdir[] = "/tmp/webhook-test-refetch-XXXXXX";
 
+/* The API token's file, in tmpdir. */
+static const char *
+tmpdir_token(void)
+{
+	static char path[sizeof tmpdir + 8];
+
+	snprintf(path, sizeof path, "%s/token", tmpdir);
+	return path;
+}
+
+/* A config with `extra`; with an api_url, a token file beside it. */
 static void
 load(struct config *c, const char *extra)
 {
-	char path[256], token[256];
-	struct buf err;
+	char dir[PATH_MAX], body[PATH_MAX + 256];
 	FILE *f;
 
-	snprintf(token, sizeof token, "%s/token", tmpdir);
-	ck_assert_ptr_nonnull(f = fopen(token, "w"));
-	fputs("tok_123\n", f);
-	fclose(f);
-	ck_assert_int_eq(chmod(token, 0600), 0);
-	snprintf(path, sizeof path, "%s/c%ld.conf", tmpdir, (long)getpid());
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "database = %s/inbox.db\nsecret = %s\n%s", tmpdir, SECRET,
-	    extra);
-	if (strstr(extra, "api_url") != NULL)
-		fprintf(f, "api_token_file = %s\n", token);
-	fclose(f);
-	buf_init(&err, 4096);
-	ck_assert_msg(config_load(path, c, &err) == 0, "%s", err.data);
-	buf_free(&err);
+	snprintf(body, sizeof body, "%s", extra);
+	if (strstr(extra, "api_url") != NULL) {
+		ck_assert_ptr_nonnull(f = fopen(tmpdir_token(), "w"));
+		fputs("tok_123\n", f);
+		ck_assert_int_eq(fclose(f), 0);
+		ck_assert_int_eq(chmod(tmpdir_token(), 0600), 0);
+		snprintf(body, sizeof body, "%sapi_token_file = %s\n", extra,
+		    tmpdir_token());
+	}
+	check_config(tmpdir, body, c, dir);
 }
 
 /* A claimed event of client:7, truncated or not. */

@@ -14,8 +14,7 @@
 
 #include "lib/sender.h"
 #include "tests/check_common.h"
-
-#define SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#include "tests/check_config.h"
 
 static char tmpdir[] = "/tmp/webhook-test-sender-XXXXXX";
 
@@ -65,22 +64,6 @@ START_TEST(sample_body_pads_to_size)
 }
 END_TEST
 
-static void
-load(struct config *c, const char *secrets)
-{
-	char path[256];
-	struct buf err;
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/c%ld.conf", tmpdir, (long)getpid());
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "database = %s/inbox.db\n%s", tmpdir, secrets);
-	fclose(f);
-	buf_init(&err, 4096);
-	ck_assert_msg(config_load(path, c, &err) == 0, "%s", err.data);
-	buf_free(&err);
-}
-
 START_TEST(signs_with_the_first_whsec)
 {
 	static const char body[] = "{\"id\":\"msg_2\"}";
@@ -88,12 +71,13 @@ START_TEST(signs_with_the_first_whsec)
 	struct curl_slist *h, *it;
 	struct config c;
 	struct buf content;
+	char dir[PATH_MAX];
 	const char *want[] = { "webhook-id: msg_2", "webhook-timestamp: 1772366400",
 	    "webhook-signature: v1,", "Content-Type: application/json" };
 	const char *sig = NULL;
 	size_t i = 0, which;
 
-	load(&c, "secret = " SECRET "\n");
+	check_config(tmpdir, "", &c, dir);
 	ck_assert_ptr_nonnull(key = sender_key(&c));
 	ck_assert_ptr_nonnull(h = sender_headers(key, "msg_2", 1772366400LL,
 	    body, strlen(body)));

@@ -15,12 +15,10 @@
 
 #include "lib/setup_check.h"
 #include "tests/check_common.h"
-
-#define SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#include "tests/check_config.h"
 
 static char tmpdir[] = "/tmp/webhook-test-setup-XXXXXX";
-static char confdir[PATH_MAX];
-static int nconf;
+static char confdir[PATH_MAX];	/* the last check_config's */
 
 /* Every finding, one "LEVEL what: text\n" line each. */
 struct seen {
@@ -46,29 +44,6 @@ on_problem(void *arg, const char *line)
 	s->problems++;
 }
 
-/* A config (mode 0600) in a directory of its own with `body` after the
- * database and secret lines. */
-static void
-load(struct config *c, const char *body)
-{
-	char path[PATH_MAX + 32];
-	struct buf err;
-	FILE *f;
-
-	snprintf(confdir, sizeof confdir, "%s/c%ld-%d", tmpdir, (long)getpid(),
-	    ++nconf);
-	ck_assert_int_eq(mkdir(confdir, 0700), 0);
-	snprintf(path, sizeof path, "%s/webhook.conf", confdir);
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "database = %s/inbox.db\nsecret = %s\n%s", confdir, SECRET,
-	    body);
-	fclose(f);
-	ck_assert_int_eq(chmod(path, 0600), 0);
-	buf_init(&err, 4096);
-	ck_assert_msg(config_load(path, c, &err) == 0, "%s", err.data);
-	buf_free(&err);
-}
-
 static void
 check(const struct config *c, const char *docroot, struct seen *s,
     struct setup_counts *n)
@@ -86,7 +61,8 @@ START_TEST(good_setup_has_no_failure)
 	struct config c;
 	struct seen s;
 
-	load(&c, "handler = /bin/true\nmax_body = 1048576\n");
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 1048576\n",
+	    &c, confdir);
 	check(&c, NULL, &s, &n);
 	ck_assert_msg(n.fail == 0, "%s", s.lines.data);
 	ck_assert(contains(s.lines.data, "ok config: "));
@@ -105,7 +81,7 @@ START_TEST(missing_handler_fails)
 	struct config c;
 	struct seen s;
 
-	load(&c, "");
+	check_config(tmpdir, "", &c, confdir);
 	check(&c, NULL, &s, &n);
 	ck_assert_int_eq(n.fail, 1);
 	ck_assert(contains(s.lines.data, "FAIL handler: not set"));
@@ -122,7 +98,7 @@ START_TEST(relative_handler_judged_beside_the_config)
 	struct seen s;
 	FILE *f;
 
-	load(&c, "handler = ./h.sh\n");
+	check_config(tmpdir, "handler = ./h.sh\n", &c, confdir);
 	snprintf(path, sizeof path, "%s/h.sh", confdir);
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
 	fclose(f);		/* there, but not executable */
@@ -146,7 +122,8 @@ START_TEST(missing_script_fails)
 	struct config c;
 	struct seen s;
 
-	load(&c, "handler = /bin/sh /nonexistent/handler.sh\n");
+	check_config(tmpdir, "handler = /bin/sh /nonexistent/handler.sh\n",
+	    &c, confdir);
 	check(&c, NULL, &s, &n);
 	ck_assert(contains(s.lines.data, "FAIL handler: /nonexistent/handler.sh: "));
 	ck_assert_int_eq(n.fail, 1);
@@ -161,7 +138,8 @@ START_TEST(inside_document_root_fails_and_small_max_body_warns)
 	struct config c;
 	struct seen s;
 
-	load(&c, "handler = /bin/true\nmax_body = 100000\n");
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 100000\n",
+	    &c, confdir);
 	check(&c, tmpdir, &s, &n);
 	ck_assert_int_eq(n.fail, 2);
 	ck_assert(contains(s.lines.data, "FAIL config: "));
@@ -184,7 +162,7 @@ START_TEST(world_readable_config_warns)
 	struct config c;
 	struct seen s;
 
-	load(&c, "handler = /bin/true\n");
+	check_config(tmpdir, "handler = /bin/true\n", &c, confdir);
 	ck_assert_int_eq(chmod(c.path, 0644), 0);
 	check(&c, NULL, &s, &n);
 	ck_assert(contains(s.lines.data, "WARN config: "));
