@@ -291,7 +291,9 @@ $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SB_INC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(SB)/lib/api.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
+# Every object that includes <curl/curl.h>: the source package's, first.
+$(SB)/lib/api.o $(SB)/lib/refetch.o $(SB)/lib/paging.o $(SB)/lib/setup_check.o \
+    $(SB)/lib/sender.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
 $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)

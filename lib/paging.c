@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "api.h"
 #include "event.h"
 #include "instant.h"
 #include "paging.h"
@@ -118,7 +119,8 @@ paging_sync_id(const char *kind, const char *id, const char *version,
 	crypto_generichash_init(&st, NULL, 0, sizeof h);
 	crypto_generichash_update(&st, (const unsigned char *)kind, strlen(kind) + 1);
 	crypto_generichash_update(&st, (const unsigned char *)id, strlen(id) + 1);
-	crypto_generichash_update(&st, (const unsigned char *)version, strlen(version));
+	crypto_generichash_update(&st, (const unsigned char *)version,
+	    strlen(version));
 	crypto_generichash_final(&st, h, sizeof h);
 	sodium_bin2hex(hex, sizeof hex, h, sizeof h);
 	snprintf(out, 64, "sync_%s", hex);

@@ -22,8 +22,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "api.h"
 #include "inbox.h"
+
+struct api;	/* lib/api.h */
 
 /* Objects per page we ask for. */
 #define PAGING_LIMIT		100

@@ -8,7 +8,9 @@
 
 #include <sodium.h>
 
+#include "drain.h"
 #include "instant.h"
+#include "paging.h"
 #include "present.h"
 #include "util.h"
 

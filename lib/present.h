@@ -13,9 +13,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "drain.h"
 #include "inbox.h"
-#include "paging.h"
+
+/* lib/drain.h, lib/paging.h: what a run and a walk report. */
+struct drain_event;
+struct paging_progress;
 
 /* Characters of the short forms below, with their NUL. */
 #define PRESENT_TIME_SIZE	32

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "api.h"
 #include "instant.h"
 #include "refetch.h"
 

@@ -14,10 +14,11 @@
 
 #include <stdint.h>
 
-#include "api.h"
 #include "config.h"
 #include "inbox.h"
 #include "util.h"
+
+struct api;	/* lib/api.h */
 
 /* What one drain run keeps between refetches: one API client (connections
  * kept alive), opened on the first need, and the API's request to wait. */

@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "lib/drain.h"
 #include "lib/instant.h"
 #include "lib/present.h"
 #include "tests/check_common.h"
