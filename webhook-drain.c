@@ -794,14 +794,12 @@ walk_open(const struct config *c, struct api **a, struct inbox **ib)
 	return rc;
 }
 
-/* After a walk: the progress line ends; the new events are handed out now
- * (cron's next run would too). */
+/* After a walk: the new events are handed out now (cron's next run would
+ * too). */
 static int
 walk_done(const struct config *c, struct opts *o, int rc, struct api *a,
     struct inbox *ib)
 {
-	if (progress_on)
-		fputc('\n', stderr);
 	api_close(a);
 	inbox_close(ib);
 	if (rc == 0 && c->handler != NULL)
@@ -833,6 +831,8 @@ cmd_sync(const struct config *c, struct opts *o)
 	if ((rc = walk_open(c, &a, &ib)) == 0) {
 		rc = EXIT_FAILED;
 		if (paging_sync(a, ib, o->args[0], &walk_hooks, &p) == 0) {
+			if (progress_on)	/* the progress line ends */
+				fputc('\n', stderr);
 			if (verbose || progress_on)
 				printf("sync %s: %lld objects, %lld new events\n",
 				    o->args[0], (long long)p.items,
@@ -869,6 +869,8 @@ cmd_recover(const struct config *c, struct opts *o)
 	if ((rc = walk_open(c, &a, &ib)) == 0) {
 		rc = EXIT_FAILED;
 		if (paging_recover(a, ib, since_ns, &walk_hooks, &p) == 0) {
+			if (progress_on)	/* the progress line ends */
+				fputc('\n', stderr);
 			if (verbose || progress_on)
 				printf("recover: %lld events listed, %lld were "
 				    "missing and are now stored\n",
