@@ -36,8 +36,9 @@ struct setup_counts {
  * Check c: the config file's mode, its secrets, max_body, the document
  * root (docroot; NULL: not checked), the database's directory, that the
  * inbox opens and this user can write it and its WAL-sync page, the
- * handler's program and script, and the API's token and CA bundle.  Works
- * in the config file's directory, as `run` does (relative handler paths).
+ * handler's program and script, and the API's token and CA bundle.
+ * Changes the process's working directory to the config file's, as `run`
+ * does, so relative handler paths are judged where they will run.
  * Every finding goes to h->finding; *n counts failures and warnings.
  */
 void	setup_check(const struct config *c, const char *docroot,
