@@ -31,12 +31,17 @@ TSAN_TESTS = test_committer
 
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/request.c lib/site.c lib/receive.c \
-	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c lib/handler.c lib/runlock.c lib/api.c \
-	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c
+	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
+	   lib/handler.c lib/runlock.c lib/api.c \
+	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
+	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
+	   lib/sender.c lib/status.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
-	  test_request test_site test_receive
+	  test_request test_site test_receive \
+	  test_present test_refetch test_drain test_paging test_setup_check \
+	  test_sender test_status
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball FORCE
@@ -298,7 +303,9 @@ $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SB_INC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(SB)/lib/api.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
+# Every object that includes <curl/curl.h>: the source package's, first.
+$(SB)/lib/api.o $(SB)/lib/refetch.o $(SB)/lib/paging.o $(SB)/lib/setup_check.o \
+    $(SB)/lib/sender.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
 $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)

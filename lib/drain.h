@@ -1,0 +1,117 @@
+/*
+ * drain: one `webhook-drain run` (DESIGN.md "The drainer", contract):
+ * take the run lock, claim due events in order, hand each to the handler
+ * (refetching truncated objects first), record done / retry / dead with
+ * the retry policy below, then apply retention and note the run's outcome.
+ *
+ * The library prints nothing: what happened is reported through struct
+ * drain_hooks as it happens and summed up in struct drain_result, so the
+ * CLI decides what cron mails and the tests assert on the same facts.
+ */
+#ifndef WEBHOOK_DRAIN_H
+#define WEBHOOK_DRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "handler.h"
+#include "inbox.h"
+#include "util.h"
+
+/* Bounds of the retry jitter, per mille of the backoff: a burst of
+ * failures must not come back in lockstep. */
+#define DRAIN_JITTER_MIN	750
+#define DRAIN_JITTER_SPAN	500
+
+/* What happened to one event. */
+enum drain_outcome {
+	DRAIN_DONE,		/* handler exited 0; recorded done */
+	DRAIN_STALE,		/* older than what was done: marked stale */
+	DRAIN_STALE_FETCHED,	/* the API's object is older than what was
+				 * done: marked stale, not handed out */
+	DRAIN_RETRY,		/* failed; pending until its next attempt */
+	DRAIN_DEAD		/* failed max_attempts times: dead */
+};
+
+struct drain_event {
+	enum drain_outcome		 outcome;
+	const struct inbox_event	*e;	/* as claimed */
+	/* DONE, RETRY, DEAD: the handler's result (for a failed refetch, the
+	 * reason in r->error and no output). */
+	const struct handler_result	*r;
+	/* RETRY, DEAD: failures counted so far, this one included (1 on the
+	 * first failure, max_attempts on death). */
+	int64_t				 failures;
+};
+
+/* The run's reports; every function may be NULL.  Strings live only for
+ * the call. */
+struct drain_hooks {
+	/* An event's outcome, as soon as it is recorded. */
+	void	(*event)(void *arg, const struct drain_event *ev);
+	/* A problem an operator must hear of (cron mails it): one line, no
+	 * trailing newline, never a secret. */
+	void	(*problem)(void *arg, const char *line);
+	void	 *arg;
+};
+
+struct drain_counts {
+	int64_t	done, stale, failed, dead, skipped;
+};
+
+struct drain_result {
+	struct drain_counts	n;
+	int64_t			bodies;		/* retention: bodies dropped */
+	int64_t			rows;		/* retention: records dropped */
+	int			broken;		/* the inbox failed mid-run */
+	int			max_time_reached;	/* stopped by max_time_s */
+};
+
+enum drain_status {
+	DRAIN_RAN,		/* the run happened: see drain_result */
+	DRAIN_LOCKED,		/* another run holds the lock: nothing done */
+	DRAIN_NOT_STARTED	/* the lock or the inbox failed (reported) */
+};
+
+/*
+ * One run over c->database with c->handler (which must be set): the lock
+ * (runlock.h; a busy lock is noted in the inbox for `status`), the config
+ * file's directory as the working directory (drain_enter_config_dir), then
+ * due events until none is left or max_time_s seconds (0: no limit) have
+ * passed, then retention.  *res is filled for DRAIN_RAN.
+ */
+enum drain_status drain_run(const struct config *c, int64_t max_time_s,
+	    const struct drain_hooks *h, struct drain_result *res);
+
+/*
+ * The wait before the next attempt after `failures` earlier failures, in
+ * ns: retry_base_s × 2^failures, at most retry_max_s, times a random factor
+ * in [DRAIN_JITTER_MIN, DRAIN_JITTER_MIN + DRAIN_JITTER_SPAN) per mille.
+ */
+int64_t	drain_retry_delay(const struct config *c, int64_t failures);
+
+/*
+ * How many of the events f matches are older than what was already done
+ * for their object (the stale rule, judged now): `requeue` hands them out
+ * anyway, and says so.  An event whose check fails counts as not stale.
+ * Returns 0 with *n, or -1 with the inbox's reason in err.
+ */
+int	drain_count_stale(struct inbox *ib, const struct inbox_filter *f,
+	    int64_t *n, struct buf *err) __attribute__((warn_unused_result));
+
+/*
+ * Open c->database with the config's busy timeout and synchronous mode.
+ * Returns the inbox (inbox_close it), or NULL with the reason in err.
+ */
+struct inbox *drain_inbox_open(const struct config *c, struct buf *err);
+
+/*
+ * chdir to the directory of config_path: handlers run there, so a relative
+ * path in `handler` means what it means for every other path in the file.
+ * A path without a slash leaves the directory as it is.  Returns 0, or -1
+ * with errno set and `dir` (dirsz bytes) naming what could not be entered.
+ */
+int	drain_enter_config_dir(const char *config_path, char *dir, size_t dirsz);
+
+#endif

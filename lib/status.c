@@ -1,0 +1,115 @@
+/*
+ * status: the report of `webhook-drain status` (status.h).
+ */
+#include <string.h>
+
+#include "instant.h"
+#include "present.h"
+#include "status.h"
+
+#define NS	1000000000LL
+
+/* Was `instant` (normalised; "" when none) more than limit_s before now? */
+static int
+older_than(const char *instant, int64_t now_ns, int64_t limit_s)
+{
+	int64_t t;
+
+	return instant[0] != '\0' && instant_to_ns(instant, &t) == 0 &&
+	    now_ns - t > limit_s * NS;
+}
+
+void
+status_attention(const struct inbox_status_report *r, int64_t now_ns,
+    int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
+    struct status_attention *a)
+{
+	char ago[PRESENT_TIME_SIZE];
+
+#define SAY(...) snprintf(a->line[a->n++], STATUS_LINE_SIZE, __VA_ARGS__)
+	a->n = 0;
+	if (r->dead > 0)
+		SAY("%lld dead event%s: webhook-drain list --state dead",
+		    (long long)r->dead, r->dead == 1 ? "" : "s");
+	if (older_than(r->oldest_pending, now_ns, max_pending_age_s))
+		SAY("oldest pending event received %s (over --max-pending-age "
+		    "%llds)", present_relative(r->oldest_pending, now_ns, ago),
+		    (long long)max_pending_age_s);
+	if (older_than(r->lock_busy_since, now_ns, max_idle_s))
+		SAY("every run since %s found the run lock held: a handler, or a "
+		    "process it left behind (setsid, a daemon), still holds "
+		    "%s.drain-lock; see `fuser -v %s.drain-lock`",
+		    present_relative(r->lock_busy_since, now_ns, ago), database,
+		    database);
+	else if (r->last_run_started[0] == '\0' && r->pending > 0)
+		SAY("no drainer run recorded yet: is the crontab line installed?");
+	else if (older_than(r->last_run_started, now_ns, max_idle_s))
+		SAY("the last drainer run started %s (over --max-idle %llds): is "
+		    "cron running it?", present_relative(r->last_run_started,
+		    now_ns, ago), (long long)max_idle_s);
+#undef SAY
+}
+
+void
+status_print(FILE *f, const struct inbox_status_report *r,
+    const struct status_attention *a, int64_t now_ns)
+{
+	char ago[PRESENT_TIME_SIZE], at[PRESENT_TIME_SIZE];
+	int i;
+
+	fprintf(f, "pending  %lld", (long long)r->pending);
+	if (r->waiting_retry || r->blocked)
+		fprintf(f, " (%lld waiting for a retry, %lld blocked behind an "
+		    "earlier event of their object)", (long long)r->waiting_retry,
+		    (long long)r->blocked);
+	fprintf(f, "\ndone     %lld\nstale    %lld\ndead     %lld\n",
+	    (long long)r->done, (long long)r->stale, (long long)r->dead);
+	fprintf(f, "oldest pending: %s\n", r->oldest_pending[0] ?
+	    present_relative(r->oldest_pending, now_ns, ago) : "none");
+	if (r->last_run_started[0])
+		fprintf(f, "last run: started %s (%s), %s\n",
+		    present_short_time(r->last_run_started, at),
+		    present_relative(r->last_run_started, now_ns, ago),
+		    r->last_run_outcome[0] ? r->last_run_outcome : "?");
+	else
+		fprintf(f, "last run: never\n");
+	for (i = 0; i < a->n; i++)
+		fprintf(f, "attention: %s\n", a->line[i]);
+	if (a->n == 0)
+		fprintf(f, "ok\n");
+}
+
+/* An instant, or null when there is none. */
+static void
+add_instant(cJSON *o, const char *k, const char *v)
+{
+	if (v[0] != '\0')
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+cJSON *
+status_json(const struct inbox_status_report *r,
+    const struct status_attention *a)
+{
+	cJSON *j = cJSON_CreateObject(), *arr;
+	int i;
+
+	if (j == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(j, "pending", (double)r->pending);
+	cJSON_AddNumberToObject(j, "waiting_retry", (double)r->waiting_retry);
+	cJSON_AddNumberToObject(j, "blocked", (double)r->blocked);
+	cJSON_AddNumberToObject(j, "done", (double)r->done);
+	cJSON_AddNumberToObject(j, "stale", (double)r->stale);
+	cJSON_AddNumberToObject(j, "dead", (double)r->dead);
+	add_instant(j, "oldest_pending_received_at", r->oldest_pending);
+	add_instant(j, "last_run_started", r->last_run_started);
+	add_instant(j, "last_run_finished", r->last_run_finished);
+	cJSON_AddStringToObject(j, "last_run_outcome", r->last_run_outcome);
+	arr = cJSON_AddArrayToObject(j, "attention");
+	for (i = 0; i < a->n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(a->line[i]));
+	return j;
+}

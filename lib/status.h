@@ -1,0 +1,53 @@
+/*
+ * status: what `webhook-drain status` reports (DESIGN.md "The drainer"):
+ * counts per state, the oldest pending event, the last run, and the lines
+ * that need a human ("attention"): dead events, a pending event older than
+ * allowed, a cron that stopped running the drainer, a run lock held for
+ * longer than a run should take.  A monitoring check runs `status` and
+ * alerts on its exit code, so the rules live here, apart from printing.
+ */
+#ifndef WEBHOOK_STATUS_H
+#define WEBHOOK_STATUS_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "inbox.h"
+
+/* Attention lines at most: one per rule below. */
+#define STATUS_ATTENTION_MAX	4
+/* Bytes of one line (with its NUL): a database path near PATH_MAX, named
+ * twice by the lock rule, is cut rather than grow the report. */
+#define STATUS_LINE_SIZE	(PATH_MAX + 200)
+
+struct status_attention {
+	int	n;
+	char	line[STATUS_ATTENTION_MAX][STATUS_LINE_SIZE];
+};
+
+/*
+ * The lines that need a human, in this order: dead events; the oldest
+ * pending event received more than max_pending_age_s ago; runs that found
+ * the lock held since more than max_idle_s ago (naming database's lock
+ * file), else no run recorded while events are pending, else a last run
+ * started more than max_idle_s ago.  now_ns: ns since the epoch.
+ */
+void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
+	    int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
+	    struct status_attention *a);
+
+/* The report for a person: counts, oldest pending, last run, then each
+ * attention line, or "ok" when there is none. */
+void	status_print(FILE *f, const struct inbox_status_report *r,
+	    const struct status_attention *a, int64_t now_ns);
+
+/* The report as one JSON object (`status --json`): counts, instants (null
+ * when none), the last run's outcome and the "attention" array.  A new
+ * object (cJSON_Delete it), or NULL when out of memory. */
+cJSON	*status_json(const struct inbox_status_report *r,
+	    const struct status_attention *a);
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * test_setup_check: lib/setup_check.c — the findings of `check` on a
+ * temporary directory: a good setup has no failure, a missing handler, a
+ * handler that is not executable, a missing script, files inside the
+ * document root and a config readable by everyone are found; and the
+ * handler command's program and script as check reads them.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "lib/setup_check.h"
+#include "tests/check_common.h"
+#include "tests/check_config.h"
+
+static char tmpdir[] = "/tmp/webhook-test-setup-XXXXXX";
+static char confdir[PATH_MAX];	/* the last check_config's */
+
+/* Every finding, one "LEVEL what: text\n" line each. */
+struct seen {
+	struct buf	lines;
+	int		problems;
+};
+
+static void
+on_finding(void *arg, const char *level, const char *what, const char *text)
+{
+	struct seen *s = arg;
+
+	ck_assert_int_eq(buf_printf(&s->lines, "%s %s: %s\n", level, what,
+	    text), 0);
+}
+
+static void
+on_problem(void *arg, const char *line)
+{
+	struct seen *s = arg;
+
+	(void)line;
+	s->problems++;
+}
+
+static void
+check(const struct config *c, const char *docroot, struct seen *s,
+    struct setup_counts *n)
+{
+	struct setup_hooks h = { on_finding, on_problem, s };
+
+	buf_init(&s->lines, 1 << 20);
+	s->problems = 0;
+	setup_check(c, docroot, &h, n);
+}
+
+START_TEST(good_setup_has_no_failure)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 1048576\n",
+	    &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert_msg(n.fail == 0, "%s", s.lines.data);
+	ck_assert(contains(s.lines.data, "ok config: "));
+	ck_assert(contains(s.lines.data, "ok database: writable by this user"));
+	ck_assert(contains(s.lines.data, "ok handler: /bin/true is executable"));
+	ck_assert(contains(s.lines.data, "ok wal-sync: "));
+	ck_assert(contains(s.lines.data, "ok secret: whsec_ HMAC-SHA256 (v1)"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(missing_handler_fails)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "", &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert_int_eq(n.fail, 1);
+	ck_assert(contains(s.lines.data, "FAIL handler: not set"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(relative_handler_judged_beside_the_config)
+{
+	char path[PATH_MAX + 16];
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+	FILE *f;
+
+	check_config(tmpdir, "handler = ./h.sh\n", &c, confdir);
+	snprintf(path, sizeof path, "%s/h.sh", confdir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fclose(f);		/* there, but not executable */
+	ck_assert_int_eq(chdir("/"), 0);
+	check(&c, NULL, &s, &n);
+	ck_assert(contains(s.lines.data, "FAIL handler: ./h.sh is not an "
+	    "executable file"));
+	buf_free(&s.lines);
+	ck_assert_int_eq(chmod(path, 0700), 0);
+	ck_assert_int_eq(chdir("/"), 0);
+	check(&c, NULL, &s, &n);
+	ck_assert(contains(s.lines.data, "ok handler: ./h.sh is executable"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(missing_script_fails)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "handler = /bin/sh /nonexistent/handler.sh\n",
+	    &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert(contains(s.lines.data, "FAIL handler: /nonexistent/handler.sh: "));
+	ck_assert_int_eq(n.fail, 1);
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(inside_document_root_fails_and_small_max_body_warns)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 100000\n",
+	    &c, confdir);
+	check(&c, tmpdir, &s, &n);
+	ck_assert_int_eq(n.fail, 2);
+	ck_assert(contains(s.lines.data, "FAIL config: "));
+	ck_assert(contains(s.lines.data, "FAIL database: "));
+	ck_assert(!contains(s.lines.data, "ok document root"));
+	ck_assert(contains(s.lines.data, "WARN max_body: 100000 bytes"));
+	ck_assert_int_ge(n.warn, 1);
+	buf_free(&s.lines);
+	check(&c, "/nonexistent-docroot", &s, &n);
+	ck_assert(contains(s.lines.data, "ok document root: config and database "
+	    "are outside /nonexistent-docroot"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(world_readable_config_warns)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "handler = /bin/true\n", &c, confdir);
+	ck_assert_int_eq(chmod(c.path, 0644), 0);
+	check(&c, NULL, &s, &n);
+	ck_assert(contains(s.lines.data, "WARN config: "));
+	ck_assert(contains(s.lines.data, "chmod o-rwx"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(handler_program_and_script)
+{
+	static const struct {
+		const char	*cmd, *prog, *script;	/* NULL: none */
+	} cases[] = {
+		{ "/usr/bin/php /x/h.php", "/usr/bin/php", "/x/h.php" },
+		{ "FOO=1 BAR=2 sh ./h.sh arg", "sh", "./h.sh" },
+		{ "  /x/run  ", "/x/run", NULL },
+		{ "php -f /x/h.php", "php", NULL },
+		{ "python3 handler.py", "python3", NULL },
+		{ "/x/h.sh | tee log", "/x/h.sh", NULL },
+		{ "sh -c 'exit 0'", "sh", NULL },
+		{ "$HOME/h.sh", NULL, NULL },
+		{ "(cd /x && ./h)", NULL, NULL },
+		{ "", NULL, NULL },
+		{ "A=1", NULL, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < NELEM(cases); i++) {
+		char *p = setup_handler_program(cases[i].cmd);
+		char *s = setup_handler_script(cases[i].cmd);
+		if (cases[i].prog == NULL)
+			ck_assert_msg(p == NULL, "%s: %s", cases[i].cmd, p);
+		else
+			ck_assert_msg(p != NULL && strcmp(p, cases[i].prog) == 0,
+			    "%s: %s", cases[i].cmd, p ? p : "(null)");
+		if (cases[i].script == NULL)
+			ck_assert_msg(s == NULL, "%s: %s", cases[i].cmd, s);
+		else
+			ck_assert_msg(s != NULL && strcmp(s, cases[i].script) == 0,
+			    "%s: %s", cases[i].cmd, s ? s : "(null)");
+		free(p);
+		free(s);
+	}
+}
+END_TEST
+
+START_TEST(executable_searches_path)
+{
+	char found[PATH_MAX];
+
+	ck_assert_int_eq(setenv("PATH", "/nonexistent:/bin:/usr/bin", 1), 0);
+	ck_assert_int_eq(setup_executable("sh", found, sizeof found), 1);
+	ck_assert_str_eq(found, "/bin/sh");
+	ck_assert_int_eq(setup_executable("no-such-program-here", found,
+	    sizeof found), 0);
+	ck_assert_int_eq(setup_executable("/bin/sh", found, sizeof found), 1);
+	ck_assert_int_eq(setup_executable("/etc/passwd", found, sizeof found), 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("setup_check");
+	TCase *tc = tcase_create("setup_check");
+
+	tcase_add_test(tc, good_setup_has_no_failure);
+	tcase_add_test(tc, missing_handler_fails);
+	tcase_add_test(tc, relative_handler_judged_beside_the_config);
+	tcase_add_test(tc, missing_script_fails);
+	tcase_add_test(tc, inside_document_root_fails_and_small_max_body_warns);
+	tcase_add_test(tc, world_readable_config_warns);
+	tcase_add_test(tc, handler_program_and_script);
+	tcase_add_test(tc, executable_searches_path);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 1;
+	return check_main_in_tmpdir(suite, tmpdir);
+}

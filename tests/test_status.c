@@ -1,0 +1,142 @@
+/*
+ * test_status: lib/status.c — the attention rules of `status` at their
+ * limits (dead events, an old pending event, a held lock, no run yet, an
+ * idle cron) and the report's two forms.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/instant.h"
+#include "lib/status.h"
+#include "tests/check_common.h"
+
+#define SEC	1000000000LL
+#define NOW	(1772366400LL * SEC)
+
+/* A report of a healthy inbox: one run a minute ago, nothing pending. */
+static void
+healthy(struct inbox_status_report *r)
+{
+	memset(r, 0, sizeof *r);
+	r->done = 5;
+	ck_assert_int_eq(instant_format(NOW - 60 * SEC, r->last_run_started), 0);
+	ck_assert_int_eq(instant_format(NOW - 59 * SEC, r->last_run_finished), 0);
+	snprintf(r->last_run_outcome, sizeof r->last_run_outcome,
+	    "ok: 5 done, 0 stale, 0 failed");
+}
+
+static void
+attention(const struct inbox_status_report *r, struct status_attention *a)
+{
+	status_attention(r, NOW, 3600, 900, "/srv/inbox.db", a);
+}
+
+START_TEST(healthy_needs_nothing)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+	char *out = NULL;
+	size_t len;
+	FILE *f;
+
+	healthy(&r);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 0);
+	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
+	status_print(f, &r, &a, NOW);
+	fclose(f);
+	ck_assert_str_eq(out, "pending  0\ndone     5\nstale    0\ndead     0\n"
+	    "oldest pending: none\nlast run: started 2026-03-01T11:59:00Z "
+	    "(60s ago), ok: 5 done, 0 stale, 0 failed\nok\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(each_rule_at_its_limit)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+
+	healthy(&r);
+	r.dead = 1;
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_str_eq(a.line[0], "1 dead event: webhook-drain list --state dead");
+
+	/* Pending for exactly the limit: fine; a second more: not. */
+	healthy(&r);
+	r.pending = 1;
+	ck_assert_int_eq(instant_format(NOW - 3600 * SEC, r.oldest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 0);
+	ck_assert_int_eq(instant_format(NOW - 3601 * SEC, r.oldest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert(contains(a.line[0], "over --max-pending-age 3600s"));
+
+	/* The lock held for longer than max_idle names the lock file. */
+	healthy(&r);
+	ck_assert_int_eq(instant_format(NOW - 901 * SEC, r.lock_busy_since), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert(contains(a.line[0], "fuser -v /srv/inbox.db.drain-lock"));
+
+	/* No run yet: only a problem while something waits. */
+	memset(&r, 0, sizeof r);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 0);
+	r.pending = 1;
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert(contains(a.line[0], "is the crontab line installed?"));
+
+	healthy(&r);
+	ck_assert_int_eq(instant_format(NOW - 901 * SEC, r.last_run_started), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert(contains(a.line[0], "over --max-idle 900s"));
+}
+END_TEST
+
+START_TEST(json_has_nulls_and_attention)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+	cJSON *j;
+	const cJSON *arr;
+
+	memset(&r, 0, sizeof r);
+	r.dead = 2;
+	attention(&r, &a);
+	ck_assert_ptr_nonnull(j = status_json(&r, &a));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "last_run_started")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j,
+	    "oldest_pending_received_at")));
+	ck_assert_int_eq((int)cJSON_GetObjectItem(j, "dead")->valuedouble, 2);
+	arr = cJSON_GetObjectItem(j, "attention");
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 1);
+	ck_assert_str_eq(cJSON_GetArrayItem(arr, 0)->valuestring,
+	    "2 dead events: webhook-drain list --state dead");
+	cJSON_Delete(j);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("status");
+	TCase *tc = tcase_create("status");
+
+	tcase_add_test(tc, healthy_needs_nothing);
+	tcase_add_test(tc, each_rule_at_its_limit);
+	tcase_add_test(tc, json_has_nulls_and_attention);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return check_main(suite());
+}
