@@ -121,7 +121,7 @@ struct inbox {
 	sqlite3_stmt	*admit;		/* admit_chunk's, prepared on first use */
 	struct walsync	*ws;		/* group commit: syncs shared across processes */
 	struct walsync	*role;		/* otherwise: for checkpoint turns */
-	int64_t		 admitted_ns;	/* monotonic ns of the last admit(); 0 never */
+	int64_t		 admitted_ns;	/* the caller's now_ns at the last admit(); 0 never */
 	int		 hold_ready;	/* the TEMP view inbox_held exists */
 };
 
