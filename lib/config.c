@@ -216,9 +216,16 @@ near_key(const char *name)
 {
 	const struct key *best = NULL;
 	int bestd = 3, d;
-	size_t i;
+	size_t i, n = strlen(name), kn, diff;
 
 	for (i = 0; i < NKEYS; i++) {
+		/* The distance is at least the difference in length: a name
+		 * that cannot be near is not compared (every line of a
+		 * garbled file comes here, twice). */
+		kn = strlen(keys[i].name);
+		diff = n > kn ? n - kn : kn - n;
+		if (diff >= (size_t)bestd || diff * 2 >= kn)
+			continue;
 		d = util_distance(name, keys[i].name);
 		if (d < bestd && (size_t)d * 2 < strlen(keys[i].name)) {
 			best = &keys[i];
