@@ -1051,6 +1051,43 @@ START_TEST(error_buffer_reused)
 }
 END_TEST
 
+/* config_load_text, config_load's parse without the file: the text's
+ * length is the truth (no NUL after it needed), and what a file is
+ * refused for, a text is refused for, with the same words. */
+START_TEST(load_text)
+{
+	static const char text[] = MINIMAL "tolerance = 60\nnot a line";
+	size_t len = strlen(MINIMAL) + strlen("tolerance = 60\n");
+	struct config c;
+	struct buf err;
+	char *big;
+
+	buf_init(&err, 4096);
+	ck_assert_int_eq(config_load_text("/etc/w.conf", text, len, &c, &err), 0);
+	ck_assert_str_eq(c.path, "/etc/w.conf");
+	ck_assert_int_eq(c.tolerance_s, 60);
+	config_free(&c);
+	/* One byte less: the last line is cut, "tolerance = 6". */
+	ck_assert_int_eq(config_load_text("/etc/w.conf", text, len - 2, &c, &err), 0);
+	ck_assert_int_eq(c.tolerance_s, 6);
+	config_free(&c);
+
+	ck_assert_int_eq(config_load_text("/etc/w.conf", MINIMAL "handler = a\0b\n",
+	    strlen(MINIMAL) + 14, &c, &err), -1);
+	ck_assert_str_eq(err.data, "/etc/w.conf: cannot read: contains a NUL byte");
+	ck_assert_ptr_null(c.path);
+
+	big = malloc(CONFIG_FILE_MAX + 1);
+	ck_assert_ptr_nonnull(big);
+	memset(big, '#', CONFIG_FILE_MAX + 1);
+	ck_assert_int_eq(config_load_text("/etc/w.conf", big, CONFIG_FILE_MAX + 1,
+	    &c, &err), -1);
+	ck_assert_msg(contains(err.data, "larger than 64 KiB"), "%s", err.data);
+	free(big);
+	buf_free(&err);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1070,6 +1107,7 @@ config_suite(void)
 	tcase_add_test(tc, every_key_of_the_example);
 	tcase_add_test(tc, every_key_in_the_table);
 	tcase_add_test(tc, ranges_from_the_table);
+	tcase_add_test(tc, load_text);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
