@@ -9,8 +9,9 @@
  * - a loaded config has its required keys, every number within its row's
  *   range, every list within its cap, and relative paths resolved against
  *   the file's directory; it leaves no error text;
- * - a refused one leaves one line "FILE:…" or "FILE: …" and an empty
- *   config (but for `log`);
+ * - a refused one leaves one line "FILE:LINE: …" or "FILE: …" and an
+ *   empty config (but for `log`); LINE is a line of the input, and one
+ *   refused as a section starts with '[';
  * - no error text holds any 8-byte run of a whsec_ secret of the input
  *   (the base64 after "whsec_"), unless those 8 bytes are also text of
  *   the input outside every secret (a key, echoed) or words the messages
@@ -103,6 +104,35 @@ check_secrets(const uint8_t *data, size_t size, const char *err)
 	free(in_secret);
 }
 
+/*
+ * An error that names a line names one of the input's lines (from 1), and
+ * one refusing a section names a line that starts with one (after
+ * blanks).
+ */
+static void
+check_line(const uint8_t *data, size_t size, const char *err)
+{
+	const char *at = err + strlen(PATH ":");
+	const uint8_t *p = data, *end = data + size, *nl;
+	long line = 0, l;
+	char *stop;
+
+	if (*at < '0' || *at > '9')
+		return;		/* "FILE: …", no line */
+	line = strtol(at, &stop, 10);
+	CHECK(*stop == ':' && line >= 1);
+	for (l = 1; l < line; l++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		CHECK(nl != NULL && nl + 1 < end);	/* line `line` exists */
+		p = nl + 1;
+	}
+	if (strstr(err, "sections are not used") != NULL) {
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		CHECK(p < end && *p == '[');
+	}
+}
+
 /* Relative paths are resolved against the file's directory. */
 static void
 check_path(const char *p)
@@ -175,6 +205,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(c.path == NULL && c.database == NULL && c.handler == NULL &&
 		    c.nsecrets == 0 && c.nresources == 0 && c.nrefetch == 0);
 		check_path(c.log);
+		check_line(data, size, e);
 		check_secrets(data, size, e);
 	}
 	config_free(&c);
