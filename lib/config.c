@@ -433,6 +433,7 @@ struct reader {
 	struct parse	*p;
 	const char	*next;	/* the rest of the text */
 	const char	*end;	/* its end (no NUL needed there) */
+	int		 mid_line;	/* the last piece ended inside a line */
 };
 
 static char *
@@ -446,17 +447,23 @@ read_line(char *str, int num, void *stream)
 		return NULL;
 	nl = memchr(r->next, '\n', (size_t)(r->end - r->next));
 	n = nl != NULL ? (size_t)(nl - r->next) + 1 : (size_t)(r->end - r->next);
-	/* ini_max_line is above CONFIG_FILE_MAX: a line always fits. */
+	/* inih asks for a line in pieces, its buffer growing from
+	 * ini_initial_alloc up to ini_max_line (above CONFIG_FILE_MAX, so a
+	 * line always fits in the end): only a piece that starts a line
+	 * counts one and may be a section. */
 	if (n > (size_t)num - 1)
 		n = (size_t)num - 1;
 	memcpy(str, r->next, n);
 	str[n] = '\0';
 	r->next += n;
-	r->p->line++;
-	for (s = str; *s == ' ' || *s == '\t'; s++)
-		;
-	if (*s == '[')
-		(void)fail(r->p, NULL, "sections are not used in this file");
+	if (!r->mid_line) {
+		r->p->line++;
+		for (s = str; *s == ' ' || *s == '\t'; s++)
+			;
+		if (*s == '[')
+			(void)fail(r->p, NULL, "sections are not used in this file");
+	}
+	r->mid_line = n > 0 && str[n - 1] != '\n';
 	return str;
 }
 
@@ -547,6 +554,7 @@ config_load_text(const char *path, const char *text, size_t len,
 	rd.p = &p;
 	rd.next = text;
 	rd.end = text + len;
+	rd.mid_line = 0;
 	line = ini_parse_stream(read_line, &rd, on_pair, &p);
 	if (line == -2) {
 		(void)buf_printf(err, "%s: out of memory", path);

@@ -601,6 +601,40 @@ START_TEST(handler_kept_exactly)
 }
 END_TEST
 
+/*
+ * Regression (fuzz/regress/config/long-line-*): inih reads a line longer
+ * than its first buffer (255 bytes) in pieces, and each piece was counted
+ * as a line and checked for a '[': a handler with "[ -f …" at byte 255
+ * was refused as a section, and every error after a long line named the
+ * wrong line (and was reported as "not a key = value line").
+ */
+START_TEST(long_line_counts_once)
+{
+	char handler[1024], text[2048];
+	struct load l;
+	size_t lens[] = { 255, 256, 511, 512, 1000 }, i, pad;
+
+	for (i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+		/* "handler = " then padding, then "[ -f x ]" at byte lens[i]. */
+		pad = lens[i] - strlen("handler = ");
+		memset(handler, 'a', pad);
+		snprintf(handler + pad, sizeof handler - pad, "[ -f x ] && true");
+		snprintf(text, sizeof text, MINIMAL "handler = %s\n", handler);
+		load(text, &l);
+		ck_assert_msg(l.rc == 0, "[ at %zu: refused: %s", lens[i],
+		    err_text(&l));
+		ck_assert_str_eq(l.c.handler, handler);
+		load_done(&l);
+
+		snprintf(text, sizeof text, MINIMAL "handler = %s\ntolerence = 5\n",
+		    handler);
+		load(text, &l);
+		FAILED_WITH(&l, ":4: tolerence: unknown key (did you mean tolerance?)");
+		load_done(&l);
+	}
+}
+END_TEST
+
 START_TEST(no_inline_comments)
 {
 	struct load l;
@@ -1103,6 +1137,7 @@ config_suite(void)
 	tcase_add_test(tc, secret_limit);
 	tcase_add_test(tc, relative_paths);
 	tcase_add_test(tc, handler_kept_exactly);
+	tcase_add_test(tc, long_line_counts_once);
 	tcase_add_test(tc, value_bounds);
 	tcase_add_test(tc, every_key_of_the_example);
 	tcase_add_test(tc, every_key_in_the_table);
