@@ -7,16 +7,21 @@
  * - extraction never fails (no allocation fails here) and what it gives
  *   is within its bounds: strings of at most EVENT_FIELD_MAX bytes,
  *   instants "" or in the normalised form (parsing to themselves), an
- *   object key with both halves or neither, a numeric data.id printed as
- *   an integer;
+ *   object key with both halves or neither;
+ * - what it gives is what the body says, read again with cJSON here:
+ *   type and data.object as strings within the bound, data.id as its
+ *   string or as the exact integer below 2^53 it is;
  * - the same body under an inbound relay's id ("in_…") yields nothing;
  * - trailing blanks change nothing (the same fields again), and any other
  *   byte after the JSON value leaves no field.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "lib/event.h"
 
@@ -72,6 +77,57 @@ check_fields(const struct event_fields *f)
 	}
 }
 
+/* A string member as event.c keeps it: NULL unless a string within the
+ * bound. */
+static const char *
+want_string(const cJSON *obj, const char *name)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsString(it) || strlen(it->valuestring) > EVENT_FIELD_MAX)
+		return NULL;
+	return it->valuestring;
+}
+
+/* The body read again: the fields event_extract should have given. */
+static void
+check_reference(const char *body, size_t size, const struct event_fields *f)
+{
+	const cJSON *data, *id;
+	const char *end = NULL, *type, *object, *want_id = NULL;
+	cJSON *root;
+	char num[32];
+
+	if (memchr(body, '\0', size) != NULL ||
+	    (root = cJSON_ParseWithLengthOpts(body, size, &end, 0)) == NULL)
+		return;
+	while (end < body + size && strchr(" \t\r\n", *end) != NULL && *end != '\0')
+		end++;
+	if (!cJSON_IsObject(root) || end < body + size) {
+		cJSON_Delete(root);
+		return;
+	}
+	type = want_string(root, "type");
+	CHECK(same_str(f->type, type));
+	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	object = cJSON_IsObject(data) ? want_string(data, "object") : NULL;
+	id = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "id") :
+	    NULL;
+	if (cJSON_IsString(id)) {
+		want_id = want_string(data, "id");
+	} else if (cJSON_IsNumber(id) && id->valuedouble > -9007199254740992.0 &&
+	    id->valuedouble < 9007199254740992.0 &&
+	    id->valuedouble == (double)(long long)id->valuedouble) {
+		snprintf(num, sizeof num, "%lld", (long long)id->valuedouble);
+		want_id = num;
+	}
+	if (object == NULL || want_id == NULL)
+		object = want_id = NULL;
+	CHECK(same_str(f->object_type, object));
+	CHECK(same_str(f->object_id, want_id));
+	cJSON_Delete(root);
+}
+
 static int
 same_fields(const struct event_fields *a, const struct event_fields *b)
 {
@@ -93,6 +149,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	CHECK(event_extract("msg_fuzz", body, size, &f) == 0);
 	check_fields(&f);
+	if (size <= EVENT_EXTRACT_MAX)
+		check_reference(body, size, &f);
 
 	CHECK(event_extract("in_fuzz", body, size, &g) == 0);
 	CHECK(empty(&g) && g.note == NULL);
