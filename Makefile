@@ -132,7 +132,7 @@ $(FUZZ_LIB_OBJ): $(FB)/%.o: %.c lib/*.h fuzz/coverage-ignore.txt
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
 
-$(FUZZ_BINS): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ)
+$(FUZZ_BINS): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/*.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) \
 	    $(FUZZ_LIBS)
 
