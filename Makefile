@@ -5,6 +5,7 @@
 #   make static     build-static/webhook.fcgi, build-static/webhook-drain: fully static
 #   make dist       build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz
 #   make bench      benchmarks (bench/RESULTS.md)
+#   make fuzz       the libFuzzer targets of fuzz/, FUZZ_SECONDS each
 #   make install    PREFIX=/usr/local DESTDIR=
 
 PREFIX	?= /usr/local
@@ -44,7 +45,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_sender test_status
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
-	static-bins dist dist-tarball FORCE
+	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 # `--version`: VERSION from the tree, the commit from git (with -dirty when
@@ -111,6 +112,44 @@ san:
 
 tsan:
 	$(MAKE) B=build-tsan CFLAGS='$(TSAN_FLAGS)' all $(TSAN_TESTS:%=build-tsan/tests/%)
+
+# `make fuzz`: the libFuzzer targets fuzz/TARGET.c (the parsers of what
+# arrives from outside: signature header and verifier, instants and
+# numbers, event bodies, the config file), built with clang under
+# ASan+UBSan in build/fuzz/, each run for FUZZ_SECONDS in turn on its
+# working corpus build/fuzz/corpus/TARGET (fuzz/run says what it printed).
+# `make fuzz-smoke`, which tests/run runs: each target's regression files
+# (fuzz/regress/TARGET/), then FUZZ_SMOKE_SECONDS from its seeds.  Only
+# the modules the targets use are built again, instrumented.
+FUZZ_CC		 = clang
+FUZZ_TARGETS	 = signature instant_decimal event config
+FUZZ_SECONDS	?= 300
+FUZZ_SMOKE_SECONDS ?= 15
+FB		 = build/fuzz
+FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
+		   -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		   $(PKG_CFLAGS) -I.
+FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih 2>/dev/null)
+FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/util.c lib/instant.c \
+		   lib/signature.c lib/event.c lib/config.c)
+FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
+
+$(FUZZ_LIB_OBJ): $(FB)/%.o: %.c lib/*.h fuzz/coverage-ignore.txt
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
+
+$(FUZZ_BINS): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/*.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) \
+	    $(FUZZ_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	fuzz/run $(FB) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	@fuzz/run --smoke $(FB) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 # `make test` and `make demo` first install what is missing (Debian 12),
 # then run in a fresh make so pkg-config sees the new packages.

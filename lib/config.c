@@ -216,9 +216,16 @@ near_key(const char *name)
 {
 	const struct key *best = NULL;
 	int bestd = 3, d;
-	size_t i;
+	size_t i, n = strlen(name), kn, diff;
 
 	for (i = 0; i < NKEYS; i++) {
+		/* The distance is at least the difference in length: a name
+		 * that cannot be near is not compared (every line of a
+		 * garbled file comes here, twice). */
+		kn = strlen(keys[i].name);
+		diff = n > kn ? n - kn : kn - n;
+		if (diff >= (size_t)bestd || diff * 2 >= kn)
+			continue;
 		d = util_distance(name, keys[i].name);
 		if (d < bestd && (size_t)d * 2 < strlen(keys[i].name)) {
 			best = &keys[i];
@@ -425,30 +432,38 @@ set_key(struct parse *p, const char *name, const char *v)
 struct reader {
 	struct parse	*p;
 	const char	*next;	/* the rest of the text */
+	const char	*end;	/* its end (no NUL needed there) */
+	int		 mid_line;	/* the last piece ended inside a line */
 };
 
 static char *
 read_line(char *str, int num, void *stream)
 {
 	struct reader *r = stream;
-	size_t len, n;
-	const char *s;
+	const char *s, *nl;
+	size_t n;
 
-	if (*r->next == '\0')
+	if (r->next == r->end)
 		return NULL;
-	len = strcspn(r->next, "\n");
-	n = len + (r->next[len] == '\n');
-	/* ini_max_line is above CONFIG_FILE_MAX: a line always fits. */
+	nl = memchr(r->next, '\n', (size_t)(r->end - r->next));
+	n = nl != NULL ? (size_t)(nl - r->next) + 1 : (size_t)(r->end - r->next);
+	/* inih asks for a line in pieces, its buffer growing from
+	 * ini_initial_alloc up to ini_max_line (above CONFIG_FILE_MAX, so a
+	 * line always fits in the end): only a piece that starts a line
+	 * counts one and may be a section. */
 	if (n > (size_t)num - 1)
 		n = (size_t)num - 1;
 	memcpy(str, r->next, n);
 	str[n] = '\0';
 	r->next += n;
-	r->p->line++;
-	for (s = str; *s == ' ' || *s == '\t'; s++)
-		;
-	if (*s == '[')
-		(void)fail(r->p, NULL, "sections are not used in this file");
+	if (!r->mid_line) {
+		r->p->line++;
+		for (s = str; *s == ' ' || *s == '\t'; s++)
+			;
+		if (*s == '[')
+			(void)fail(r->p, NULL, "sections are not used in this file");
+	}
+	r->mid_line = n > 0 && str[n - 1] != '\n';
 	return str;
 }
 
@@ -467,12 +482,37 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 int
 config_load(const char *path, struct config *c, struct buf *err)
 {
+	char *text;
+	size_t len = 0;
+	int rc;
+
+	if ((text = util_read_file(path, CONFIG_FILE_MAX, &len)) == NULL) {
+		memset(c, 0, sizeof *c);
+		buf_reset(err);
+		if (errno == EFBIG)
+			(void)buf_printf(err, "%s: cannot read: larger than %d KiB",
+			    path, CONFIG_FILE_MAX / 1024);
+		else
+			(void)buf_printf(err, "%s: cannot read: %s", path,
+			    errno == EINVAL ? "not a regular file" : errno == EILSEQ ?
+			    "contains a NUL byte" : strerror(errno));
+		return -1;
+	}
+	rc = config_load_text(path, text, len, c, err);
+	sodium_memzero(text, len);	/* it held secrets */
+	free(text);
+	return rc;
+}
+
+int
+config_load_text(const char *path, const char *text, size_t len,
+    struct config *c, struct buf *err)
+{
 	struct parse p;
 	struct reader rd;
 	const struct key *k;
-	char *text = NULL, *log;
+	char *log;
 	int line;
-	size_t len = 0;
 	int rc = -1;
 
 	memset(c, 0, sizeof *c);
@@ -491,14 +531,14 @@ config_load(const char *path, struct config *c, struct buf *err)
 		(void)buf_printf(err, "%s: out of memory", path);
 		goto out;
 	}
-	if ((text = util_read_file(path, CONFIG_FILE_MAX, &len)) == NULL) {
-		if (errno == EFBIG)
-			(void)buf_printf(err, "%s: cannot read: larger than %d KiB",
-			    path, CONFIG_FILE_MAX / 1024);
-		else
-			(void)buf_printf(err, "%s: cannot read: %s", path,
-			    errno == EINVAL ? "not a regular file" : errno == EILSEQ ?
-			    "contains a NUL byte" : strerror(errno));
+	/* What util_read_file refuses in a file, refused in a text too. */
+	if (len > CONFIG_FILE_MAX) {
+		(void)buf_printf(err, "%s: cannot read: larger than %d KiB",
+		    path, CONFIG_FILE_MAX / 1024);
+		goto out;
+	}
+	if (memchr(text, '\0', len) != NULL) {
+		(void)buf_printf(err, "%s: cannot read: contains a NUL byte", path);
 		goto out;
 	}
 	/* Debian's inih takes its options at run time: exact values (no
@@ -513,6 +553,8 @@ config_load(const char *path, struct config *c, struct buf *err)
 	ini_stop_on_first_error = 0;
 	rd.p = &p;
 	rd.next = text;
+	rd.end = text + len;
+	rd.mid_line = 0;
 	line = ini_parse_stream(read_line, &rd, on_pair, &p);
 	if (line == -2) {
 		(void)buf_printf(err, "%s: out of memory", path);
@@ -536,10 +578,6 @@ config_load(const char *path, struct config *c, struct buf *err)
 		}
 	rc = 0;
 out:
-	if (text != NULL) {
-		sodium_memzero(text, len);	/* it held secrets */
-		free(text);
-	}
 	if (rc == -1) {
 		/* Keep `log`: the caller reports the error where the operator
 		 * looks (config.h). */

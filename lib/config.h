@@ -100,6 +100,16 @@ int	config_wants_refetch(const struct config *c, const char *type,
  */
 int	config_load(const char *path, struct config *c, struct buf *err)
 	    __attribute__((warn_unused_result));
+/*
+ * The same from the file's text, `len` bytes at `text` (no NUL needed
+ * after them; one among them is refused, as config_load refuses it in a
+ * file): config_load reads the file and calls this.  `path` is only the
+ * name in messages and what relative paths are relative to.  For the
+ * fuzz target and tests, which need no file.
+ */
+int	config_load_text(const char *path, const char *text, size_t len,
+	    struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
 /* Release everything, wiping secrets.  Accepts a zeroed or freed config. */
 void	config_free(struct config *c);
 

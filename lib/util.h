@@ -109,7 +109,7 @@ int	util_distance(const char *a, const char *b);
 void	log_init(const char *progname);
 void	log_open(const char *path);	/* NULL or "" means stderr */
 void	log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_vmsg(const char *fmt, va_list ap);
+void	log_vmsg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /*
  * Is `path` inside directory `dir` (or `dir` itself)?  Both are resolved

@@ -601,6 +601,40 @@ START_TEST(handler_kept_exactly)
 }
 END_TEST
 
+/*
+ * Regression (fuzz/regress/config/long-line-*): inih reads a line longer
+ * than its first buffer (255 bytes) in pieces, and each piece was counted
+ * as a line and checked for a '[': a handler with "[ -f …" at byte 255
+ * was refused as a section, and every error after a long line named the
+ * wrong line (and was reported as "not a key = value line").
+ */
+START_TEST(long_line_counts_once)
+{
+	char handler[1024], text[2048];
+	struct load l;
+	size_t lens[] = { 255, 256, 511, 512, 1000 }, i, pad;
+
+	for (i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+		/* "handler = " then padding, then "[ -f x ]" at byte lens[i]. */
+		pad = lens[i] - strlen("handler = ");
+		memset(handler, 'a', pad);
+		snprintf(handler + pad, sizeof handler - pad, "[ -f x ] && true");
+		snprintf(text, sizeof text, MINIMAL "handler = %s\n", handler);
+		load(text, &l);
+		ck_assert_msg(l.rc == 0, "[ at %zu: refused: %s", lens[i],
+		    err_text(&l));
+		ck_assert_str_eq(l.c.handler, handler);
+		load_done(&l);
+
+		snprintf(text, sizeof text, MINIMAL "handler = %s\ntolerence = 5\n",
+		    handler);
+		load(text, &l);
+		FAILED_WITH(&l, ":4: tolerence: unknown key (did you mean tolerance?)");
+		load_done(&l);
+	}
+}
+END_TEST
+
 START_TEST(no_inline_comments)
 {
 	struct load l;
@@ -1051,6 +1085,43 @@ START_TEST(error_buffer_reused)
 }
 END_TEST
 
+/* config_load_text, config_load's parse without the file: the text's
+ * length is the truth (no NUL after it needed), and what a file is
+ * refused for, a text is refused for, with the same words. */
+START_TEST(load_text)
+{
+	static const char text[] = MINIMAL "tolerance = 60\nnot a line";
+	size_t len = strlen(MINIMAL) + strlen("tolerance = 60\n");
+	struct config c;
+	struct buf err;
+	char *big;
+
+	buf_init(&err, 4096);
+	ck_assert_int_eq(config_load_text("/etc/w.conf", text, len, &c, &err), 0);
+	ck_assert_str_eq(c.path, "/etc/w.conf");
+	ck_assert_int_eq(c.tolerance_s, 60);
+	config_free(&c);
+	/* One byte less: the last line is cut, "tolerance = 6". */
+	ck_assert_int_eq(config_load_text("/etc/w.conf", text, len - 2, &c, &err), 0);
+	ck_assert_int_eq(c.tolerance_s, 6);
+	config_free(&c);
+
+	ck_assert_int_eq(config_load_text("/etc/w.conf", MINIMAL "handler = a\0b\n",
+	    strlen(MINIMAL) + 14, &c, &err), -1);
+	ck_assert_str_eq(err.data, "/etc/w.conf: cannot read: contains a NUL byte");
+	ck_assert_ptr_null(c.path);
+
+	big = malloc(CONFIG_FILE_MAX + 1);
+	ck_assert_ptr_nonnull(big);
+	memset(big, '#', CONFIG_FILE_MAX + 1);
+	ck_assert_int_eq(config_load_text("/etc/w.conf", big, CONFIG_FILE_MAX + 1,
+	    &c, &err), -1);
+	ck_assert_msg(contains(err.data, "larger than 64 KiB"), "%s", err.data);
+	free(big);
+	buf_free(&err);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1066,10 +1137,12 @@ config_suite(void)
 	tcase_add_test(tc, secret_limit);
 	tcase_add_test(tc, relative_paths);
 	tcase_add_test(tc, handler_kept_exactly);
+	tcase_add_test(tc, long_line_counts_once);
 	tcase_add_test(tc, value_bounds);
 	tcase_add_test(tc, every_key_of_the_example);
 	tcase_add_test(tc, every_key_in_the_table);
 	tcase_add_test(tc, ranges_from_the_table);
+	tcase_add_test(tc, load_text);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
