@@ -115,14 +115,14 @@ tsan:
 
 # `make fuzz`: the libFuzzer targets fuzz/TARGET.c (the parsers of what
 # arrives from outside: signature header and verifier, instants and
-# numbers, event bodies, the config file), built with clang under
+# numbers, event bodies, the config file, the whole request path), built with clang under
 # ASan+UBSan in build/fuzz/, each run for FUZZ_SECONDS in turn on its
 # working corpus build/fuzz/corpus/TARGET (fuzz/run says what it printed).
 # `make fuzz-smoke`, which tests/run runs: each target's regression files
 # (fuzz/regress/TARGET/), then FUZZ_SMOKE_SECONDS from its seeds.  Only
 # the modules the targets use are built again, instrumented.
 FUZZ_CC		 = clang
-FUZZ_TARGETS	 = signature instant_decimal event config
+FUZZ_TARGETS	 = signature instant_decimal event config request
 FUZZ_SECONDS	?= 300
 FUZZ_SMOKE_SECONDS ?= 15
 FB		 = build/fuzz
@@ -139,9 +139,26 @@ $(FUZZ_LIB_OBJ): $(FB)/%.o: %.c lib/*.h fuzz/coverage-ignore.txt
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
 
-$(FUZZ_BINS): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/*.h
+$(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/*.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) \
 	    $(FUZZ_LIBS)
+
+# The request path: the receiver's modules too, and SQLite and libfcgi.
+FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/request.c \
+		   lib/site.c lib/receive.c lib/inbox.c lib/inbox_rules.c \
+		   lib/inbox_ops.c lib/inbox_wal.c lib/committer.c lib/walsync.c) \
+		   $(FB)/lib/schema.o
+$(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c lib/*.h \
+    fuzz/coverage-ignore.txt
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
+$(FB)/lib/schema.o: lib/schema.S schema.sql
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+$(FB)/request: fuzz/request.c $(FUZZ_REQ_OBJ) lib/*.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_REQ_OBJ) \
+	    $(FUZZ_LIBS) $(shell pkg-config --libs sqlite3 2>/dev/null) -lfcgi -lpthread
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -1,0 +1,226 @@
+/*
+ * fuzz/request: the whole request path — lib/receive.c's status table over
+ * a fake request (lib/request.h) and a real SQLite inbox, as a plain-CGI
+ * process takes one delivery: method, headers, CONTENT_LENGTH, body read
+ * in chunks, timestamp, signature, extraction, store, answer.
+ *
+ * Input: one flag byte, then "ID\nTIMESTAMP\nSIGNATURE\nBODY" (a missing
+ * part is empty).  Flags: 1 sign (the timestamp becomes now and the
+ * signature a valid one over ID.TIMESTAMP.BODY, so the fuzzer reaches the
+ * store), 2 give CONTENT_LENGTH, 4 a GET, 8 the body to end of stream
+ * (FastCGI's chunked bodies), 16/32 the read chunk (all, 1, 7 or 4096
+ * bytes), 64 CONTENT_LENGTH one byte short.
+ *
+ * Properties (abort when broken):
+ * - one answer, with a status of the table (200, 400, 401, 405, 408, 413,
+ *   503), never an unsigned 200 (no key forges an HMAC);
+ * - every 200 names a row that is in the inbox, read back through a
+ *   connection of our own: "stored" with exactly the body sent;
+ * - a well-formed signed POST (id of 1-256 bytes without control bytes,
+ *   body within max_body, CONTENT_LENGTH right or absent) gets its 200
+ *   (a duplicate's too).
+ *
+ * The inbox lives in a temporary directory (on /dev/shm when there is
+ * one), synchronous = NORMAL: no fsync per execution; its rows are
+ * deleted every 4096 executions.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "lib/receive.h"
+#include "lib/request.h"
+#include "lib/signature.h"
+#include "lib/site.h"
+#include "lib/util.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+#define CHECK(cond)	do { if (!(cond)) abort(); } while (0)
+#define SECRET		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define MAX_BODY	65536
+
+static char conf[256], db[256];
+static struct site_cache sites;
+static struct receive rv;
+static struct signature_key key;
+static sqlite3 *check_db;
+static unsigned long runs;
+
+static void
+setup(void)
+{
+	char dir[] = "/dev/shm/webhook-fuzz-request-XXXXXX";
+	char tdir[] = "/tmp/webhook-fuzz-request-XXXXXX";
+	const char *d, *why;
+	FILE *f;
+
+	d = mkdtemp(dir);
+	if (d == NULL)
+		d = mkdtemp(tdir);
+	CHECK(d != NULL);
+	snprintf(conf, sizeof conf, "%s/webhook.conf", d);
+	snprintf(db, sizeof db, "%s/inbox.db", d);
+	CHECK((f = fopen(conf, "w")) != NULL);
+	fprintf(f, "database = %s\nsecret = %s\nlog = /dev/null\n"
+	    "synchronous = NORMAL\nmax_body = %d\n", db, SECRET, MAX_BODY);
+	CHECK(fclose(f) == 0);
+	CHECK(signature_key_parse(SECRET, &key, &why) == 0);
+	site_cache_init(&sites, "/nonexistent/webhook.fcgi");
+	receive_init(&rv);
+}
+
+/* Split off the next '\n'-ended part of [*p, end) into a C string. */
+static char *
+part(const uint8_t **p, const uint8_t *end, int last)
+{
+	const uint8_t *nl = last ? NULL : memchr(*p, '\n', (size_t)(end - *p));
+	size_t n = (size_t)((nl != NULL ? nl : end) - *p);
+	char *s = malloc(n + 1);
+
+	CHECK(s != NULL);
+	memcpy(s, *p, n);
+	s[n] = '\0';
+	*p = nl != NULL ? nl + 1 : end;
+	return s;
+}
+
+/* The body stored under `id`: 1 with *out and *len set, 0 when no row. */
+static int
+stored_body(const char *id, char **out, size_t *len)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	if (check_db == NULL)
+		CHECK(sqlite3_open_v2(db, &check_db, SQLITE_OPEN_READWRITE,
+		    NULL) == SQLITE_OK);
+	sqlite3_busy_timeout(check_db, 5000);
+	CHECK(sqlite3_prepare_v2(check_db, "SELECT body FROM events WHERE "
+	    "webhook_id = ?1", -1, &st, NULL) == SQLITE_OK);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		found = 1;
+		*len = (size_t)sqlite3_column_bytes(st, 0);
+		*out = malloc(*len + 1);
+		CHECK(*out != NULL);
+		if (*len > 0)
+			memcpy(*out, sqlite3_column_blob(st, 0), *len);
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+static int
+plain_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > WEBHOOK_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)id[i] < 0x20 || id[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const size_t chunks[] = { 0, 1, 7, 4096 };
+	const uint8_t *p = data + 1, *end = data + size;
+	char *id, *ts, *sig, *body, cl[32], tsnow[32], good[128];
+	char p_conf[300], p_id[300 + WEBHOOK_ID_MAX], p_ts[4200];
+	char p_sig[4200], p_cl[64];
+	const char *params[10];
+	struct request_fake fake;
+	struct request r;
+	struct buf content;
+	size_t blen, np = 0, slen;
+	char *got;
+	int flags, status, sign_it, well_formed;
+
+	if (size == 0)
+		return 0;
+	if (conf[0] == '\0')
+		setup();
+	flags = data[0];
+	id = part(&p, end, 0);
+	ts = part(&p, end, 0);
+	sig = part(&p, end, 0);
+	blen = (size_t)(end - p);
+	body = part(&p, end, 1);
+	sign_it = (flags & 1) != 0;
+	if (sign_it) {
+		snprintf(tsnow, sizeof tsnow, "%lld", (long long)time(NULL));
+		free(ts);
+		CHECK((ts = strdup(tsnow)) != NULL);
+		buf_init(&content, SIZE_MAX);
+		CHECK(buf_printf(&content, "%s.%s.", id, ts) == 0);
+		CHECK(buf_append(&content, body, blen) == 0);
+		CHECK(signature_sign(&key, (unsigned char *)content.data,
+		    content.len, good, sizeof good) == 0);
+		buf_free(&content);
+		free(sig);
+		CHECK((sig = strdup(good)) != NULL);
+	}
+
+	params[np++] = (flags & 4) ? "REQUEST_METHOD=GET" : "REQUEST_METHOD=POST";
+	snprintf(p_conf, sizeof p_conf, "WEBHOOK_CONF=%s", conf);
+	params[np++] = p_conf;
+	snprintf(p_id, sizeof p_id, "HTTP_WEBHOOK_ID=%.*s", WEBHOOK_ID_MAX + 8, id);
+	params[np++] = p_id;
+	snprintf(p_ts, sizeof p_ts, "HTTP_WEBHOOK_TIMESTAMP=%.4096s", ts);
+	params[np++] = p_ts;
+	snprintf(p_sig, sizeof p_sig, "HTTP_WEBHOOK_SIGNATURE=%.4096s", sig);
+	params[np++] = p_sig;
+	if (flags & 2) {
+		snprintf(cl, sizeof cl, "%zu", (flags & 64) && blen > 0 ?
+		    blen - 1 : blen);
+		snprintf(p_cl, sizeof p_cl, "CONTENT_LENGTH=%s", cl);
+		params[np++] = p_cl;
+	}
+	params[np] = NULL;
+
+	memset(&fake, 0, sizeof fake);
+	fake.params = params;
+	fake.body = body;
+	fake.body_len = blen;
+	fake.chunk = chunks[(flags >> 4) & 3];
+	fake.late_at = -1;
+	fake.fail_at = -1;
+	fake.body_to_eof = (flags & 8) != 0;
+	request_init_fake(&r, &fake);
+	status = receive_handle(&rv, &sites, &r);
+
+	CHECK(fake.writes == 1);
+	CHECK(status == 200 || status == 400 || status == 401 ||
+	    status == 405 || status == 408 || status == 413 || status == 503);
+	if (!sign_it)
+		CHECK(status != 200);
+	if (status == 200) {
+		CHECK(stored_body(id, &got, &slen));
+		if (strstr(fake.out, "stored\n") != NULL)
+			CHECK(slen == blen && memcmp(got, body, blen) == 0);
+		free(got);
+	}
+	/* Without CONTENT_LENGTH the body is what the stream holds. */
+	well_formed = sign_it && !(flags & 4) && plain_id(id) &&
+	    blen <= MAX_BODY && (!(flags & 2) || !(flags & 64) || blen == 0);
+	if (well_formed)
+		CHECK(status == 200);
+
+	if (++runs % 4096 == 0 && check_db != NULL)
+		CHECK(sqlite3_exec(check_db, "DELETE FROM events", NULL, NULL,
+		    NULL) == SQLITE_OK);
+	free(id);
+	free(ts);
+	free(sig);
+	free(body);
+	return 0;
+}
