@@ -178,14 +178,11 @@ class Storm:
         with self.live_lock:
             items = list(self.live.items())
         for pid, (p, args, out, err, t) in items:
-            if block:
-                try:
-                    p.wait(self.long_wait)
-                except subprocess.TimeoutExpired:
-                    self.problems_extra.append("webhook-drain %s (pid %d) still running "
-                                               "after %d s" % (args, pid, self.long_wait))
-                    p.kill()
-                    p.wait()
+            if block and not self.wait_while_handing_out(p):
+                self.problems_extra.append("webhook-drain %s (pid %d) handed nothing "
+                                           "out for %d s" % (args, pid, self.long_wait))
+                p.kill()
+                p.wait()
             if p.poll() is None:
                 continue
             out.seek(0)
@@ -197,6 +194,29 @@ class Storm:
             err.close()
             with self.live_lock:
                 del self.live[pid]
+
+    def wait_while_handing_out(self, p):
+        """Wait for run p while it makes progress: a run left with the
+        storm's backlog may take minutes on a loaded machine (each hand-out
+        starts a shell), which is no hang; one that hands nothing out for
+        long_wait seconds is.  True when p ended."""
+        def size():
+            try:
+                return os.path.getsize(self.record)
+            except OSError:
+                return 0
+        last, since = size(), time.monotonic()
+        while True:
+            try:
+                p.wait(5)
+                return True
+            except subprocess.TimeoutExpired:
+                pass
+            now = size()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since > self.long_wait:
+                return False
 
     def cron(self):
         """webhook-drain run every 0.2-0.4 s, sometimes two at once, whether
