@@ -60,6 +60,9 @@ setup(void)
 	const char *d, *why;
 	FILE *f;
 
+	/* Refusals are logged: to the config's log (/dev/null), not to
+	 * libFuzzer's output. */
+	log_init("fuzz-request");
 	d = mkdtemp(dir);
 	if (d == NULL)
 		d = mkdtemp(tdir);
