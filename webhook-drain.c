@@ -3,6 +3,7 @@
  *
  *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS]
  *   webhook-drain status [--json] [--max-pending-age D] [--max-idle D]
+ *                        [--max-failing D]
  *   webhook-drain list [FILTERS] [--limit N] [--json]
  *   webhook-drain show ID [--body] [--json]
  *   webhook-drain requeue ID | requeue FILTERS [--yes]
@@ -36,6 +37,7 @@
 
 #include "lib/api.h"
 #include "lib/config.h"
+#include "lib/digest.h"
 #include "lib/drain.h"
 #include "lib/inbox.h"
 #include "lib/paging.h"
@@ -60,7 +62,7 @@ usage(void)
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
 	    "  run [--max-time SECONDS]     process due events, then purge (silent on success)\n"
-	    "  status [--json] [--max-pending-age D] [--max-idle D]\n"
+	    "  status [--json] [--max-pending-age D] [--max-idle D] [--max-failing D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
 	    "                               exits 1 when something needs a human\n"
 	    "  list [FILTERS] [--limit N] [--json]\n"
@@ -77,7 +79,7 @@ usage(void)
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
 	    "                               the inbox lacks, then run\n"
-	    "FILTERS: --state S --type GLOB --object TYPE[:ID] --since T --until T\n"
+	    "FILTERS: --state S (pending, retrying, done, stale, dead) --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
 	    "config: -c FILE, else $WEBHOOK_CONF, else webhook.conf beside this program\n");
 }
@@ -149,7 +151,7 @@ open_inbox(const struct config *c)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING
 };
 
 static const struct option long_opts[] = {
@@ -165,6 +167,7 @@ static const struct option long_opts[] = {
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "max-pending-age", required_argument, NULL, OPT_MAX_PENDING_AGE },
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
+	{ "max-failing", required_argument, NULL, OPT_MAX_FAILING },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
@@ -178,6 +181,7 @@ struct opts {
 	int64_t			 max_time;		/* seconds; 0 = none */
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
+	int64_t			 max_failing;		/* seconds */
 	const char		*id;
 	const char		*docroot;
 	int64_t			 size;		/* send --size: bytes; 0 = none */
@@ -196,9 +200,10 @@ parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
 	switch (ch) {
 	case OPT_STATE:
 		if (strcmp(arg, "pending") && strcmp(arg, "done") &&
-		    strcmp(arg, "stale") && strcmp(arg, "dead")) {
+		    strcmp(arg, "stale") && strcmp(arg, "dead") &&
+		    strcmp(arg, "retrying")) {
 			fprintf(stderr, "webhook-drain: --state: one of "
-			    "pending, done, stale, dead\n");
+			    "pending, retrying, done, stale, dead\n");
 			return -1;
 		}
 		o->filter.state = arg;
@@ -275,6 +280,7 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
+	case OPT_MAX_FAILING:
 		if (util_parse_duration(arg, 3650LL * 86400, &v) == -1 || v < 1) {
 			fprintf(stderr, "webhook-drain: %s: not a duration\n", arg);
 			return -1;
@@ -283,6 +289,8 @@ parse_option(int ch, const char *arg, struct opts *o)
 			o->max_time = v;
 		else if (ch == OPT_MAX_PENDING_AGE)
 			o->max_pending_age = v;
+		else if (ch == OPT_MAX_FAILING)
+			o->max_failing = v;
 		else
 			o->max_idle = v;
 		return 0;
@@ -299,6 +307,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof *o);
 	o->max_pending_age = 3600;
 	o->max_idle = 15 * 60;
+	o->max_failing = 15 * 60;
 	/* 0, not 1: glibc then starts afresh after main's "+c:vh" scan and
 	 * takes options after positional arguments too (show ID --json). */
 	optind = 0;
@@ -341,18 +350,28 @@ run_problem(void *arg, const char *line)
 	fprintf(stderr, "webhook-drain: %s\n", line);
 }
 
+struct run_ctx {
+	const struct config	*c;
+	struct digest		 d;
+};
+
+/* Every outcome goes to the digest, printed once at the end; -v keeps
+ * the per-event lines as they happen. */
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
-	const struct config *c = arg;
+	struct run_ctx *rc = arg;
 
-	present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
+	digest_add(&rc->d, ev);
+	if (verbose)
+		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
 }
 
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
-	struct drain_hooks h = { run_event, run_problem, (void *)c };
+	static struct run_ctx rx;	/* the digest is a few tens of KB */
+	struct drain_hooks h = { run_event, run_problem, &rx };
 	struct drain_result res;
 
 	if (c->handler == NULL) {
@@ -366,6 +385,8 @@ cmd_run(const struct config *c, struct opts *o)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
 	}
+	rx.c = c;
+	digest_init(&rx.d);
 	switch (drain_run(c, o->max_time, &h, &res)) {
 	case DRAIN_LOCKED:	/* another run is working: nothing to say */
 		if (verbose)
@@ -378,6 +399,7 @@ cmd_run(const struct config *c, struct opts *o)
 	case DRAIN_RAN:
 		break;
 	}
+	digest_print(stderr, &rx.d, c->path, c->max_attempts);
 	if (verbose && res.max_time_reached)
 		printf("stopping: --max-time %lld s reached\n",
 		    (long long)o->max_time);
@@ -413,6 +435,7 @@ cmd_status(const struct config *c, struct opts *o)
 		return EXIT_FAILED;
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
 	    &at);
+	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)
 		present_json(status_json(&r, &at));
 	else
@@ -548,9 +571,14 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		rc = EXIT_FAILED;
 		goto out;
 	}
+	/* Nothing to do is no failure: exit 1 means "some event failed"
+	 * (DESIGN.md), and a script requeueing what is dead finds nothing
+	 * on a good day.  A named event that is not there is another
+	 * matter: the id is wrong. */
 	if (n == 0) {
-		fprintf(stderr, "webhook-drain: no matching event\n");
-		rc = EXIT_FAILED;
+		fprintf(stderr, "webhook-drain: no %s\n", o->filter.webhook_id ?
+		    "such event" : "matching event; nothing to do");
+		rc = o->filter.webhook_id ? EXIT_FAILED : 0;
 		goto out;
 	}
 	if (!o->yes) {
