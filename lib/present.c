@@ -3,6 +3,7 @@
  * Moved out of webhook-drain.c so that list, show and status share them
  * and tests can read what they print.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,38 +98,96 @@ present_output(FILE *f, const char *s, size_t len)
 	}
 }
 
-/* Untrusted text (ids, types) may be any bytes, and JSON strings must be
- * valid UTF-8: non-ASCII and control bytes are written as \xHH text.
- * NULL or "" becomes null.  Ids and types are capped far below the
- * buffer by the receiver; a longer text is cut by util_escape. */
+/* Bytes of the valid UTF-8 sequence at p (left bytes), or 0: no
+ * overlong forms, no surrogates, nothing past U+10FFFF, no NUL. */
+static size_t
+utf8_len(const unsigned char *p, size_t left)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (p[0] >= 0x01 && p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * Untrusted bytes as a JSON string's text: valid UTF-8 kept as it is
+ * (cJSON escapes quotes and control characters), so an id such as "ü"
+ * comes back from `list --json` as the id `show` and `requeue` take, and
+ * a newline in the handler's output is "\n", not "\\x0a".  A byte that
+ * is not UTF-8 (or a NUL) becomes "\xHH" text, as JSON needs valid
+ * UTF-8.  Returns a malloc'd string (free it), or NULL when out of memory.
+ */
+static char *
+json_text(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *t = malloc(len * 4 + 1), *o = t;
+	size_t i = 0, n;
+
+	if (t == NULL)
+		return NULL;
+	while (i < len) {
+		if ((n = utf8_len(p + i, len - i)) > 0) {
+			memcpy(o, p + i, n);
+			o += n;
+			i += n;
+		} else {
+			snprintf(o, 5, "\\x%02x", p[i++]);
+			o += 4;
+		}
+	}
+	*o = '\0';
+	return t;
+}
+
+/* Untrusted text (ids, types): NULL or "" becomes null.  Ids and types
+ * are capped by the receiver far below anything that matters here. */
 static void
 add_text(cJSON *o, const char *k, const char *v)
 {
-	char t[1100];
+	char *t;
 
 	if (v == NULL || *v == '\0') {
 		cJSON_AddNullToObject(o, k);
 		return;
 	}
-	util_escape(v, strlen(v), t, sizeof t);
-	cJSON_AddStringToObject(o, k, t);
+	if ((t = json_text(v, strlen(v))) != NULL)
+		cJSON_AddStringToObject(o, k, t);
+	free(t);
 }
 
-/* Bytes of any kind as a JSON string: escaped text, or base64 (exact). */
+/* Bytes of any kind as a JSON string: text as above, or base64 (exact). */
 static void
 add_bytes(cJSON *o, const char *k, const char *p, size_t len, int base64)
 {
-	size_t n = base64 ? sodium_base64_ENCODED_LEN(len,
-	    sodium_base64_VARIANT_ORIGINAL) : len * 4 + 8;
-	char *t = malloc(n);
+	size_t n = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	char *t = base64 ? malloc(n) : json_text(p, len);
 
 	if (t == NULL)
 		return;
 	if (base64)
 		sodium_bin2base64(t, n, (const unsigned char *)(p ? p : ""), len,
 		    sodium_base64_VARIANT_ORIGINAL);
-	else
-		util_escape(p, len, t, n);
 	cJSON_AddStringToObject(o, k, t);
 	free(t);
 }

@@ -49,7 +49,9 @@ void	present_output(FILE *f, const char *s, size_t len);
 
 /*
  * One event as a JSON object (`list --json`, `show --json`): every column
- * of the contract, untrusted text escaped, "" and NULL as null; with
+ * of the contract; untrusted text as its own UTF-8 (so ids round-trip to
+ * show, requeue and forget; cJSON escapes control characters), bytes
+ * that are not UTF-8 as \xHH text; "" and NULL as null; with
  * with_body and a kept body, "body_base64" holds the exact bytes.  Returns
  * a new object (cJSON_Delete it) or NULL when out of memory.
  */
