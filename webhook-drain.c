@@ -1,11 +1,12 @@
 /*
  * webhook-drain: the drainer CLI (DESIGN.md "The drainer", contract).
  *
- *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS]
+ *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS] [--ping URL]
  *   webhook-drain status [--json] [--max-pending-age D] [--max-idle D]
  *                        [--max-failing D]
  *   webhook-drain list [FILTERS] [--limit N] [--json]
  *   webhook-drain show ID [--body] [--json]
+ *   webhook-drain try ID
  *   webhook-drain requeue ID | requeue FILTERS [--yes]
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
@@ -41,10 +42,12 @@
 #include "lib/drain.h"
 #include "lib/inbox.h"
 #include "lib/paging.h"
+#include "lib/ping.h"
 #include "lib/present.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
 #include "lib/status.h"
+#include "lib/trial.h"
 #include "lib/util.h"
 #include "lib/version.h"
 
@@ -61,12 +64,17 @@ usage(void)
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
-	    "  run [--max-time SECONDS]     process due events, then purge (silent on success)\n"
+	    "  run [--max-time SECONDS] [--ping URL]\n"
+	    "                               process due events, then purge (silent on\n"
+	    "                               success); --ping: POST URL (URL/fail on\n"
+	    "                               failure) after the run, for a monitor\n"
 	    "  status [--json] [--max-pending-age D] [--max-idle D] [--max-failing D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
 	    "                               exits 1 when something needs a human\n"
 	    "  list [FILTERS] [--limit N] [--json]\n"
 	    "  show ID [--body] [--json]    one event (--body: the stored bytes only)\n"
+	    "  try ID                       run the handler on it now, as a run would;\n"
+	    "                               the inbox is not changed\n"
 	    "  requeue ID | FILTERS [--yes] make events due again (fresh retry budget)\n"
 	    "  forget ID | FILTERS [--yes]  delete records so a replay is accepted again\n"
 	    "  purge                        apply retention now\n"
@@ -151,7 +159,7 @@ open_inbox(const struct config *c)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING
 };
 
 static const struct option long_opts[] = {
@@ -168,6 +176,7 @@ static const struct option long_opts[] = {
 	{ "max-pending-age", required_argument, NULL, OPT_MAX_PENDING_AGE },
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
 	{ "max-failing", required_argument, NULL, OPT_MAX_FAILING },
+	{ "ping", required_argument, NULL, OPT_PING },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
@@ -184,6 +193,7 @@ struct opts {
 	int64_t			 max_failing;		/* seconds */
 	const char		*id;
 	const char		*docroot;
+	const char		*ping;		/* run --ping URL */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -277,6 +287,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_DOCROOT:
 		o->docroot = arg;
 		return 0;
+	case OPT_PING:
+		o->ping = arg;
+		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
@@ -367,6 +380,46 @@ run_event(void *arg, const struct drain_event *ev)
 		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
 }
 
+/* --ping: the monitor hears of every run; it failing is said, once,
+ * and changes nothing else. */
+static void
+ping_outcome(const struct config *c, const char *url, int failed,
+    const char *text)
+{
+	struct buf err;
+
+	buf_init(&err, 4096);
+	if (ping_send(c, url, failed, text, strlen(text), &err) == -1)
+		fprintf(stderr, "webhook-drain: ping %s: %s (the run's outcome is "
+		    "not affected)\n", url, err.data);
+	buf_free(&err);
+}
+
+/* The digest on stderr (cron's mail), and its first lines to --ping. */
+static void
+report_run(const struct config *c, const struct opts *o,
+    const struct digest *d, const struct drain_result *res)
+{
+	char *text = NULL, line[200];
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	int failed = res->broken || res->n.failed;
+
+	if (m != NULL) {
+		digest_print(m, d, c->path, c->max_attempts);
+		fclose(m);
+		fputs(text, stderr);
+	}
+	if (o->ping != NULL) {
+		snprintf(line, sizeof line, "%s: %lld done, %lld stale, %lld failed\n",
+		    res->broken ? "error" : failed ? "failures" : "ok",
+		    (long long)res->n.done, (long long)res->n.stale,
+		    (long long)res->n.failed);
+		ping_outcome(c, o->ping, failed, text && len ? text : line);
+	}
+	free(text);
+}
+
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
@@ -395,11 +448,13 @@ cmd_run(const struct config *c, struct opts *o)
 			    "handler left behind); nothing done\n");
 		return 0;
 	case DRAIN_NOT_STARTED:
+		if (o->ping)
+			ping_outcome(c, o->ping, 1, "the run did not start");
 		return EXIT_FAILED;
 	case DRAIN_RAN:
 		break;
 	}
-	digest_print(stderr, &rx.d, c->path, c->max_attempts);
+	report_run(c, o, &rx.d, &res);
 	if (verbose && res.max_time_reached)
 		printf("stopping: --max-time %lld s reached\n",
 		    (long long)o->max_time);
@@ -536,6 +591,71 @@ cmd_show(const struct config *c, struct opts *o)
 	buf_free(&err);
 	inbox_close(ib);
 	return rc;
+}
+
+/* ---- try ----------------------------------------------------------------- */
+
+/* The handler's result for a person: output as lines, then the verdict. */
+static void
+print_result(const struct handler_result *r)
+{
+	if (r->output_len > 0)
+		present_output(stdout, r->output, r->output_len);
+	else
+		printf("  (no output)\n");
+	if (handler_ok(r))
+		printf("exit 0 after %.3f s: a run would mark it done\n",
+		    (double)r->elapsed_ns / 1e9);
+	else
+		printf("%s after %.3f s: a run would count a failure\n", r->error,
+		    (double)r->elapsed_ns / 1e9);
+}
+
+/*
+ * try ID: the handler on one stored event, now, as a run would give it;
+ * nothing in the inbox changes.  Exit 0 when the handler succeeded, 1
+ * when it failed (or the event is not there), 2 usage or config.
+ */
+static int
+cmd_try(const struct config *c, struct opts *o)
+{
+	struct handler_result r;
+	struct trial_info info;
+	struct buf err;
+	enum trial_status st;
+
+	if (o->nargs != 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (c->handler == NULL) {
+		fprintf(stderr, "webhook-drain: %s: handler: required for try\n",
+		    c->path);
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c))
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	st = trial_event(c, o->args[0], &r, &info, &err);
+	if (st == TRIAL_RAN) {
+		printf("%s event, WEBHOOK_ATTEMPT=%lld%s%s%s; handler output:\n",
+		    info.state, info.attempt, info.stale ? " (a run would not hand "
+		    "it out: older than what was done for its object)" : "",
+		    info.blocked ? " (a run holds it behind an earlier event of "
+		    "its object)" : "", info.truncated ? " (truncated: a run "
+		    "would refetch it first; try gives the stored body)" : "");
+		print_result(&r);
+		printf("the inbox is unchanged\n");
+	} else if (st == TRIAL_NO_EVENT || st == TRIAL_NO_BODY) {
+		fprintf(stderr, "webhook-drain: %s ", st == TRIAL_NO_EVENT ?
+		    "no event" : "retention dropped the body of");
+		present_text(stderr, o->args[0]);
+		fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
+	}
+	buf_free(&err);
+	return st == TRIAL_RAN && handler_ok(&r) ? 0 : EXIT_FAILED;
 }
 
 /* ---- requeue, forget, purge ---------------------------------------------- */
@@ -942,6 +1062,7 @@ static const struct command {
 	{ "status", cmd_status },
 	{ "list", cmd_list },
 	{ "show", cmd_show },
+	{ "try", cmd_try },
 	{ "requeue", cmd_requeue },
 	{ "forget", cmd_forget },
 	{ "purge", cmd_purge },
