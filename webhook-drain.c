@@ -42,7 +42,6 @@
 #include "lib/drain.h"
 #include "lib/inbox.h"
 #include "lib/paging.h"
-#include "lib/ping.h"
 #include "lib/present.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
@@ -380,46 +379,6 @@ run_event(void *arg, const struct drain_event *ev)
 		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
 }
 
-/* --ping: the monitor hears of every run; it failing is said, once,
- * and changes nothing else. */
-static void
-ping_outcome(const struct config *c, const char *url, int failed,
-    const char *text)
-{
-	struct buf err;
-
-	buf_init(&err, 4096);
-	if (ping_send(c, url, failed, text, strlen(text), &err) == -1)
-		fprintf(stderr, "webhook-drain: ping %s: %s (the run's outcome is "
-		    "not affected)\n", url, err.data);
-	buf_free(&err);
-}
-
-/* The digest on stderr (cron's mail), and its first lines to --ping. */
-static void
-report_run(const struct config *c, const struct opts *o,
-    const struct digest *d, const struct drain_result *res)
-{
-	char *text = NULL, line[200];
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	int failed = res->broken || res->n.failed;
-
-	if (m != NULL) {
-		digest_print(m, d, c->path, c->max_attempts);
-		fclose(m);
-		fputs(text, stderr);
-	}
-	if (o->ping != NULL) {
-		snprintf(line, sizeof line, "%s: %lld done, %lld stale, %lld failed\n",
-		    res->broken ? "error" : failed ? "failures" : "ok",
-		    (long long)res->n.done, (long long)res->n.stale,
-		    (long long)res->n.failed);
-		ping_outcome(c, o->ping, failed, text && len ? text : line);
-	}
-	free(text);
-}
-
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
@@ -448,13 +407,12 @@ cmd_run(const struct config *c, struct opts *o)
 			    "handler left behind); nothing done\n");
 		return 0;
 	case DRAIN_NOT_STARTED:
-		if (o->ping)
-			ping_outcome(c, o->ping, 1, "the run did not start");
+		digest_report(stderr, &rx.d, c, o->ping, NULL);
 		return EXIT_FAILED;
 	case DRAIN_RAN:
 		break;
 	}
-	report_run(c, o, &rx.d, &res);
+	digest_report(stderr, &rx.d, c, o->ping, &res);
 	if (verbose && res.max_time_reached)
 		printf("stopping: --max-time %lld s reached\n",
 		    (long long)o->max_time);
@@ -595,22 +553,6 @@ cmd_show(const struct config *c, struct opts *o)
 
 /* ---- try ----------------------------------------------------------------- */
 
-/* The handler's result for a person: output as lines, then the verdict. */
-static void
-print_result(const struct handler_result *r)
-{
-	if (r->output_len > 0)
-		present_output(stdout, r->output, r->output_len);
-	else
-		printf("  (no output)\n");
-	if (handler_ok(r))
-		printf("exit 0 after %.3f s: a run would mark it done\n",
-		    (double)r->elapsed_ns / 1e9);
-	else
-		printf("%s after %.3f s: a run would count a failure\n", r->error,
-		    (double)r->elapsed_ns / 1e9);
-}
-
 /*
  * try ID: the handler on one stored event, now, as a run would give it;
  * nothing in the inbox changes.  Exit 0 when the handler succeeded, 1
@@ -637,23 +579,7 @@ cmd_try(const struct config *c, struct opts *o)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	st = trial_event(c, o->args[0], &r, &info, &err);
-	if (st == TRIAL_RAN) {
-		printf("%s event, WEBHOOK_ATTEMPT=%lld%s%s%s; handler output:\n",
-		    info.state, info.attempt, info.stale ? " (a run would not hand "
-		    "it out: older than what was done for its object)" : "",
-		    info.blocked ? " (a run holds it behind an earlier event of "
-		    "its object)" : "", info.truncated ? " (truncated: a run "
-		    "would refetch it first; try gives the stored body)" : "");
-		print_result(&r);
-		printf("the inbox is unchanged\n");
-	} else if (st == TRIAL_NO_EVENT || st == TRIAL_NO_BODY) {
-		fprintf(stderr, "webhook-drain: %s ", st == TRIAL_NO_EVENT ?
-		    "no event" : "retention dropped the body of");
-		present_text(stderr, o->args[0]);
-		fputc('\n', stderr);
-	} else {
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
-	}
+	trial_print(stdout, stderr, o->args[0], st, &r, &info, &err);
 	buf_free(&err);
 	return st == TRIAL_RAN && handler_ok(&r) ? 0 : EXIT_FAILED;
 }
@@ -766,9 +692,8 @@ static int
 send_body(struct opts *o, const char *id, struct buf *body)
 {
 	FILE *in = stdin;
-	char chunk[65536];
-	size_t n;
-	int rc = -1;
+	struct buf err;
+	int rc;
 
 	if (o->size > 0 || (o->nargs == 1 && isatty(STDIN_FILENO))) {
 		if (sender_sample_body(id, o->size, body) == 0)
@@ -781,21 +706,12 @@ send_body(struct opts *o, const char *id, struct buf *body)
 		fprintf(stderr, "webhook-drain: %s: %s\n", o->args[1], strerror(errno));
 		return -1;
 	}
-	while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
-		if (buf_append(body, chunk, n) == -1) {
-			fprintf(stderr, "webhook-drain: body larger than 64 MiB\n");
-			goto out;
-		}
-	/* A directory reads as nothing, and so does stdin under cron: an
-	 * empty event stored and acknowledged would test nothing. */
-	if (ferror(in) || body->len == 0) {
+	buf_init(&err, 256);
+	if ((rc = sender_read_body(in, body, &err)) == -1)
 		fprintf(stderr, "webhook-drain: %s: %s; nothing sent (send --size "
 		    "N URL sends a test event)\n", in == stdin ? "stdin" :
-		    o->args[1], ferror(in) ? strerror(errno) : "empty");
-		goto out;
-	}
-	rc = 0;
-out:
+		    o->args[1], err.data);
+	buf_free(&err);
 	if (in != stdin)
 		fclose(in);
 	return rc;

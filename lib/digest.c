@@ -1,9 +1,11 @@
 /*
  * digest: one run's failures as one message (digest.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "digest.h"
+#include "ping.h"
 #include "present.h"
 #include "util.h"
 
@@ -199,4 +201,45 @@ digest_print(FILE *f, const struct digest *d, const char *config_path,
 		    "errors (list --state retrying, list --state dead)\n",
 		    (long long)d->other, d->other == 1 ? "" : "s");
 	print_next(f, d, config_path);
+}
+
+/* --ping: the monitor hears of every run. */
+static void
+ping_outcome(FILE *f, const struct config *c, const char *url, int failed,
+    const char *text)
+{
+	struct buf err;
+
+	buf_init(&err, 4096);
+	if (ping_send(c, url, failed, text, strlen(text), &err) == -1)
+		fprintf(f, "webhook-drain: ping %s: %s (the run's outcome is not "
+		    "affected)\n", url, err.data);
+	buf_free(&err);
+}
+
+void
+digest_report(FILE *f, const struct digest *d, const struct config *c,
+    const char *ping_url, const struct drain_result *res)
+{
+	char *text = NULL, line[200];
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	int failed = res == NULL || res->broken || res->n.failed;
+
+	if (m != NULL) {
+		digest_print(m, d, c->path, c->max_attempts);
+		fclose(m);
+		fputs(text, f);
+	}
+	if (ping_url != NULL) {
+		if (res == NULL)
+			snprintf(line, sizeof line, "error: the run did not start\n");
+		else
+			snprintf(line, sizeof line, "%s: %lld done, %lld stale, "
+			    "%lld failed\n", res->broken ? "error" : failed ?
+			    "failures" : "ok", (long long)res->n.done,
+			    (long long)res->n.stale, (long long)res->n.failed);
+		ping_outcome(f, c, ping_url, failed, text && len ? text : line);
+	}
+	free(text);
 }

@@ -74,6 +74,16 @@ int	digest_has_news(const struct digest *d);
 void	digest_print(FILE *f, const struct digest *d, const char *config_path,
 	    int64_t max_attempts);
 
+/*
+ * The end of a run: the digest on f (cron's mail), then with ping_url
+ * (run --ping) one request to the monitor (lib/ping.h): failed when res
+ * is NULL (the run did not start), broke or had failures; the body the
+ * digest, or one line of counts when there is none.  A failed ping is
+ * said on f, once, and changes nothing else.
+ */
+void	digest_report(FILE *f, const struct digest *d, const struct config *c,
+	    const char *ping_url, const struct drain_result *res);
+
 /* s shell-quoted for a command a person pastes: as it is when it is made
  * of safe characters only, else in single quotes.  Into out (outsz). */
 void	digest_quote(const char *s, char *out, size_t outsz);

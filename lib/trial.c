@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "drain.h"
+#include "present.h"
 #include "trial.h"
 
 #define NS	1000000000LL
@@ -137,4 +138,49 @@ trial_synthetic(const struct config *c, struct handler_result *r,
 	}
 	return handler_run(c->handler, body, sizeof body - 1, env,
 	    sizeof env / sizeof env[0], c->handler_timeout_s * NS, r, err);
+}
+
+void
+trial_print_result(FILE *out, const struct handler_result *r)
+{
+	if (r->output_len > 0)
+		present_output(out, r->output, r->output_len);
+	else
+		fprintf(out, "  (no output)\n");
+	if (handler_ok(r))
+		fprintf(out, "exit 0 after %.3f s: a run would mark it done\n",
+		    (double)r->elapsed_ns / 1e9);
+	else
+		fprintf(out, "%s after %.3f s: a run would count a failure\n",
+		    r->error, (double)r->elapsed_ns / 1e9);
+}
+
+void
+trial_print(FILE *out, FILE *errf, const char *id, enum trial_status st,
+    const struct handler_result *r, const struct trial_info *info,
+    const struct buf *err)
+{
+	switch (st) {
+	case TRIAL_RAN:
+		fprintf(out, "%s event, WEBHOOK_ATTEMPT=%lld%s%s%s; handler "
+		    "output:\n", info->state, info->attempt, info->stale ?
+		    " (a run would not hand it out: older than what was done "
+		    "for its object)" : "", info->blocked ? " (a run holds it "
+		    "behind an earlier event of its object)" : "",
+		    info->truncated ? " (truncated: a run would refetch it "
+		    "first; try gives the stored body)" : "");
+		trial_print_result(out, r);
+		fprintf(out, "the inbox is unchanged\n");
+		break;
+	case TRIAL_NO_EVENT:
+	case TRIAL_NO_BODY:
+		fprintf(errf, "webhook-drain: %s ", st == TRIAL_NO_EVENT ?
+		    "no event" : "retention dropped the body of");
+		present_text(errf, id);
+		fputc('\n', errf);
+		break;
+	case TRIAL_FAILED:
+		fprintf(errf, "webhook-drain: %s\n", err->data ? err->data : "?");
+		break;
+	}
 }

@@ -15,6 +15,8 @@
 #ifndef WEBHOOK_TRIAL_H
 #define WEBHOOK_TRIAL_H
 
+#include <stdio.h>
+
 #include "config.h"
 #include "handler.h"
 #include "util.h"
@@ -43,6 +45,20 @@ enum trial_status {
 enum trial_status trial_event(const struct config *c, const char *id,
 	    struct handler_result *r, struct trial_info *info, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * What trial_event found, for a person: on out the event's state and
+ * what a run would do with it, the output as "  | line"s, the exit status
+ * and elapsed time, "the inbox is unchanged"; on errf why there was
+ * nothing to run (id shown escaped, err from trial_event).
+ */
+void	trial_print(FILE *out, FILE *errf, const char *id, enum trial_status st,
+	    const struct handler_result *r, const struct trial_info *info,
+	    const struct buf *err);
+
+/* A handler's result for a person: its output as "  | line"s (or "(no
+ * output)"), then "exit 0 after 0.012 s: ..." or its error. */
+void	trial_print_result(FILE *out, const struct handler_result *r);
 
 /*
  * Run c->handler on a synthetic event: a small JSON body of type
