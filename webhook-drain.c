@@ -11,7 +11,7 @@
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
  *   webhook-drain send URL [FILE] [--id ID]
- *   webhook-drain check [--document-root DIR]
+ *   webhook-drain check [--document-root DIR] [--handler]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
  *
@@ -81,7 +81,10 @@ usage(void)
 	    "                               POST FILE (or stdin; on a terminal, a test\n"
 	    "                               event; --size: one of N bytes) signed with\n"
 	    "                               the first whsec_ secret, as the provider would\n"
-	    "  check [--document-root DIR]  validate the setup as this user runs it\n"
+	    "  check [--document-root DIR] [--handler]\n"
+	    "                               validate the setup as this user runs it;\n"
+	    "                               --handler: run it on a test event\n"
+	    "                               (WEBHOOK_TEST=1)\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
@@ -158,7 +161,8 @@ open_inbox(const struct config *c)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
+	OPT_HANDLER
 };
 
 static const struct option long_opts[] = {
@@ -176,6 +180,7 @@ static const struct option long_opts[] = {
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
 	{ "max-failing", required_argument, NULL, OPT_MAX_FAILING },
 	{ "ping", required_argument, NULL, OPT_PING },
+	{ "handler", no_argument, NULL, OPT_HANDLER },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
@@ -186,6 +191,7 @@ struct opts {
 	struct inbox_filter	 filter;
 	int			 nfilters;
 	int			 json, yes, body;
+	int			 handler;	/* check --handler */
 	int64_t			 max_time;		/* seconds; 0 = none */
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
@@ -272,6 +278,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 		return 0;
 	case OPT_BODY:
 		o->body = 1;
+		return 0;
+	case OPT_HANDLER:
+		o->handler = 1;
 		return 0;
 	case OPT_ID:
 		o->id = arg;
@@ -476,12 +485,19 @@ list_one(const struct inbox_event *e, void *arg)
 	return 0;
 }
 
+/*
+ * list: on a terminal, a header and a bounded page (PRESENT_LIST_PAGE
+ * events unless --limit) with how many more; on a pipe, every event, as
+ * scripts have always had them.
+ */
 static int
 cmd_list(const struct config *c, struct opts *o)
 {
 	struct list_ctx lc = { o->json, util_now_ns(), 0 };
+	int tty = !o->json && isatty(STDOUT_FILENO);
 	struct inbox *ib;
 	struct buf err;
+	int64_t total = 0;
 	int rc = 0;
 
 	if (o->nargs > 0) {
@@ -490,10 +506,18 @@ cmd_list(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
+	if (tty && o->filter.limit == 0)
+		o->filter.limit = PRESENT_LIST_PAGE;
+	if (tty)
+		present_list_header(stdout);
 	buf_init(&err, 4096);
-	if (inbox_list(ib, &o->filter, 0, list_one, &lc, &err) != INBOX_OK) {
+	if (inbox_list(ib, &o->filter, 0, list_one, &lc, &err) != INBOX_OK ||
+	    (tty && inbox_count(ib, &o->filter, &total, &err) != INBOX_OK)) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
+	} else if (tty && total > lc.n) {
+		printf("... and %lld more (--limit N shows more; a pipe gets "
+		    "them all)\n", (long long)(total - lc.n));
 	}
 	buf_free(&err);
 	inbox_close(ib);
@@ -798,17 +822,33 @@ check_finding(void *arg, const char *level, const char *what, const char *text)
 }
 
 /*
- * check [--document-root DIR]: the setup as this user runs it, one finding
- * per line with how to fix it.  Exit 0 when nothing failed (warnings may
- * remain), 1 when something failed, 2 when the config does not load.
+ * check [--document-root DIR] [--handler]: the setup as this user runs
+ * it, one finding per line with how to fix it; --handler also runs the
+ * handler on a synthetic event (WEBHOOK_TEST=1).  Exit 0 when nothing
+ * failed (warnings may remain), 1 when something failed, 2 when the
+ * config does not load.
  */
 static int
 cmd_check(const struct config *c, struct opts *o)
 {
 	struct setup_hooks h = { check_finding, run_problem, NULL };
 	struct setup_counts n;
+	struct handler_result r;
+	struct buf err;
 
 	setup_check(c, o->docroot, &h, &n);
+	if (o->handler && c->handler != NULL) {
+		buf_init(&err, 4096);
+		printf("handler on a test event (WEBHOOK_TEST=1):\n");
+		if (trial_synthetic(c, &r, &err) == -1) {
+			printf("FAIL handler: could not start: %s\n", err.data);
+			n.fail++;
+		} else {
+			trial_print_result(stdout, &r);
+			n.fail += !handler_ok(&r);
+		}
+		buf_free(&err);
+	}
 	printf("%d failed, %d warnings\n", n.fail, n.warn);
 	return n.fail ? EXIT_FAILED : 0;
 }

@@ -257,6 +257,13 @@ present_parse_when(const char *s, int64_t now_ns, int64_t *out)
 }
 
 void
+present_list_header(FILE *f)
+{
+	fprintf(f, "received              state    att  id type object "
+	    "event-clock  [retry | blocked]\n");
+}
+
+void
 present_event_line(FILE *f, const struct inbox_event *e, int64_t now_ns)
 {
 	char a[PRESENT_TIME_SIZE], b[PRESENT_TIME_SIZE];

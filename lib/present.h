@@ -61,6 +61,13 @@ cJSON	*present_event_json(const struct inbox_event *e, int with_body);
  * accepted: prints nothing). */
 void	present_json(cJSON *o);
 
+/* Events `list` shows on a terminal without --limit: a screenful or two
+ * (5,050 lines helped nobody); a pipe gets them all. */
+#define PRESENT_LIST_PAGE	50
+
+/* The column names above present_event_line's lines (on a terminal). */
+void	present_list_header(FILE *f);
+
 /* One event as a line of `list`: received (to the second), state,
  * attempts, id, type, object TYPE:ID, event clock, and for a pending
  * event "blocked" or when its retry is due. */

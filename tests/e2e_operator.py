@@ -196,6 +196,52 @@ class TestTry(OperatorBase):
         self.assertEqual(self.drain("try", "nosuch").returncode, 1)
 
 
+class TestListAndCheckHandler(OperatorBase):
+    def test_list_on_a_terminal_has_a_header_and_a_bounded_page(self):
+        import pty
+        for i in range(60):
+            self.deliver("l%02d" % i, obj_id=i)
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.run([DRAIN, "-c", self.sb.conf, "list"],
+                               stdout=slave, stderr=subprocess.PIPE,
+                               env=dict(os.environ, **self.sb.env()), timeout=60)
+            os.close(slave)
+            slave = None
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            os.close(master)
+            if slave is not None:
+                os.close(slave)
+        lines = out.decode().splitlines()
+        self.assertEqual(p.returncode, 0)
+        self.assertTrue(lines[0].startswith("received"), lines[0])
+        self.assertEqual(len(lines), 1 + 50 + 1)
+        self.assertIn("and 10 more", lines[-1])
+        # A pipe gets them all, no header.
+        self.assertEqual(len(self.drain("list").stdout.splitlines()), 60)
+
+    def test_check_handler_runs_it_on_a_test_event(self):
+        self.handler_is("cat >/dev/null; echo \"test=$WEBHOOK_TEST\"; exit 255")
+        p = self.drain("check", "--handler")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("  | test=1", p.stdout)
+        self.assertIn("exit 255", p.stdout)
+        self.handler_is("cat >/dev/null")
+        p = self.drain("check")             # only when asked
+        self.assertNotIn("test event", p.stdout)
+        p = self.drain("check", "--handler")
+        self.assertIn("exit 0", p.stdout)
+
+
 class Listener:
     """An HTTP listener on 127.0.0.1 recording requests; hang=True accepts
     and never answers."""
