@@ -314,6 +314,8 @@ struct inbox_status_report {
 	int64_t	failing_objects;	/* objects with an event waiting_retry */
 	char	oldest_failing[INSTANT_SIZE];	/* received_at of the oldest
 						 * waiting_retry; "" when none */
+	char	last_done[INSTANT_SIZE];	/* newest finished_at of a done
+						 * event; "" when none */
 	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */
 	char	last_run_started[INSTANT_SIZE];	/* "" when never */
 	char	last_run_finished[INSTANT_SIZE];

@@ -131,11 +131,19 @@ status_failing(const struct inbox_status_report *r, int64_t now_ns,
 {
 	char ago[PRESENT_TIME_SIZE];
 
-#define SAY(...) if (a->n < STATUS_ATTENTION_MAX) \
-	snprintf(a->line[a->n++], STATUS_LINE_SIZE, __VA_ARGS__)
+#define SAY(...) do { if (a->n < STATUS_ATTENTION_MAX) \
+	snprintf(a->line[a->n++], STATUS_LINE_SIZE, __VA_ARGS__); } while (0)
 	if (last_run_failed(r->last_run_outcome))
 		SAY("the last run failed (%s): webhook-drain list --state "
 		    "retrying; webhook-drain try ID", r->last_run_outcome);
+	else if (r->waiting_retry > 0 && strcmp(r->last_done,
+	    r->oldest_failing) < 0)
+		/* Idle runs (the retries' backoff not due) come between:
+		 * without this, status would say ok a minute after a storm. */
+		SAY("%lld event%s retrying and none done since %s: webhook-drain "
+		    "list --state retrying; webhook-drain try ID",
+		    (long long)r->waiting_retry, r->waiting_retry == 1 ? "" : "s",
+		    present_relative(r->oldest_failing, now_ns, ago));
 	if (older_than(r->oldest_failing, now_ns, max_failing_s))
 		SAY("%lld event%s failing since %s (over --max-failing %llds), "
 		    "holding %lld object%s: webhook-drain list --state retrying",

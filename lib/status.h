@@ -48,7 +48,10 @@ void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
  * a line when the oldest event waiting for a retry was received more than
  * max_failing_s ago (received, not first failed: the inbox keeps no first
  * failure time, and a run hands an event out within a minute of its
- * arrival; a requeued event counts from its arrival too).
+ * arrival; a requeued event counts from its arrival too).  Instead of
+ * the first line, while events are retrying and no event was done since
+ * the oldest of them arrived, a line says so: the runs between retries
+ * do nothing and end "ok", and must not make the report "ok" with them.
  */
 void	status_failing(const struct inbox_status_report *r, int64_t now_ns,
 	    int64_t max_failing_s, struct status_attention *a);

@@ -119,6 +119,13 @@ class TestStatus(OperatorBase):
         self.assertIn("the last run failed (failures: 0 done", p.stdout)
         self.assertIn("1 waiting for a retry, on 1 object", p.stdout)
         self.assertNotIn("\nok\n", p.stdout)
+        # A run between retries does nothing and ends "ok": status must
+        # not turn ok with it.
+        p = self.drain("run", offset=5)
+        self.assertEqual(p.returncode, 0)
+        p = self.drain("status", offset=6)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("1 event retrying and none done since", p.stdout)
         # Still failing past --max-failing, even after a run that retried
         # nothing (its backoff not due) and so "failed" nothing.
         self.handler_is("cat >/dev/null")

@@ -152,6 +152,8 @@ START_TEST(failing_is_seen_within_one_run)
 	healthy(&r);
 	r.waiting_retry = 3;
 	r.failing_objects = 2;
+	/* Other events done since: not everything fails. */
+	ck_assert_int_eq(instant_format(NOW - 10 * SEC, r.last_done), 0);
 	ck_assert_int_eq(instant_format(NOW - 900 * SEC, r.oldest_failing), 0);
 	status_failing(&r, NOW, 900, &a);
 	ck_assert_int_eq(a.n, 0);	/* at the limit: not over it */
@@ -161,6 +163,15 @@ START_TEST(failing_is_seen_within_one_run)
 	ck_assert_str_eq(a.line[0], "3 events failing since 15m ago (over "
 	    "--max-failing 900s), holding 2 objects: webhook-drain list --state "
 	    "retrying");
+	/* Retrying, and nothing done since they arrived: seen at once,
+	 * whatever the last (idle) run said. */
+	a.n = 0;
+	r.last_done[0] = '\0';
+	ck_assert_int_eq(instant_format(NOW - 60 * SEC, r.oldest_failing), 0);
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_str_eq(a.line[0], "3 events retrying and none done since 60s "
+	    "ago: webhook-drain list --state retrying; webhook-drain try ID");
 }
 END_TEST
 
