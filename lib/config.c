@@ -327,6 +327,13 @@ add_secret(struct parse *p, const struct key *k, const char *v)
 	if (*n == (size_t)k->max)
 		return fail(p, k->name, "more than %lld %s", (long long)k->max,
 		    k->text);
+	/* The two commonest pastes get their name, not "not base64". */
+	if (*v == '"' || *v == '\'')
+		return fail(p, k->name, "in quotes: values are written without "
+		    "them (secret = whsec_...)");
+	if (strstr(v, "REPLACE_WITH") != NULL)
+		return fail(p, k->name, "still the example's placeholder: paste "
+		    "the endpoint secret from the provider's dashboard");
 	if (signature_key_parse(v, &list[*n], &why) == -1)
 		return fail(p, k->name, "%s", why);
 	(*n)++;

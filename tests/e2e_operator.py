@@ -249,6 +249,65 @@ class TestListAndCheckHandler(OperatorBase):
         self.assertIn("exit 0", p.stdout)
 
 
+class TestCheckHelpsNeverHarms(unittest.TestCase):
+    """check on each misconfiguration of the story, one test each."""
+
+    def setUp(self):
+        self.sb = Sandbox()
+        self.home = os.path.join(self.sb.dir, "home")
+        self.docroot = os.path.join(self.home, "public_html")
+        self.data = os.path.join(self.home, "webhook")
+        os.makedirs(self.docroot)
+        os.makedirs(self.data)
+        os.chmod(self.data, 0o700)
+        self.keys = {"database": os.path.join(self.data, "inbox.db"),
+                     "secret": SECRET_A, "handler": "cat >/dev/null"}
+
+    def tearDown(self):
+        self.sb.cleanup()
+
+    def check(self, **changes):
+        keys = dict(self.keys, **changes)
+        write_conf(self.sb.conf, **keys)
+        os.chmod(self.sb.conf, 0o600)
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "check",
+                            "--document-root", self.docroot],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **self.sb.env()))
+        return p.returncode, p.stdout + p.stderr
+
+    def test_database_in_public_html_creates_nothing(self):
+        db = os.path.join(self.docroot, "inbox.db")
+        rc, out = self.check(database=db)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("inside the document root", out)
+        self.assertFalse(os.path.exists(db), out)
+        self.assertEqual(os.listdir(self.docroot), [])
+        # Never advice that makes the document root group-writable.
+        self.assertNotIn("2770", out)
+        self.assertNotIn("g+w", out)
+
+    def test_one_user_advice_is_owner_only(self):
+        os.chmod(self.data, 0o755)
+        rc, out = self.check()
+        self.assertIn("chmod 700 %s" % self.data, out)
+        os.chmod(self.data, 0o700)
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("the one-user setup", out)
+
+    def test_quoted_secret_is_named(self):
+        rc, out = self.check(secret='"%s"' % SECRET_A)
+        self.assertEqual(rc, 2)
+        self.assertIn("secret: in quotes", out)
+        self.assertNotIn(SECRET_A[6:], out)
+
+    def test_placeholder_secret_is_named(self):
+        rc, out = self.check(secret="whsec_REPLACE_WITH_YOUR_SECRET")
+        self.assertEqual(rc, 2)
+        self.assertIn("the example's placeholder", out)
+
+
 class Listener:
     """An HTTP listener on 127.0.0.1 recording requests; hang=True accepts
     and never answers."""
