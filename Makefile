@@ -35,7 +35,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
-	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c
+	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
@@ -305,7 +305,7 @@ $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 
 # Every object that includes <curl/curl.h>: the source package's, first.
 $(SB)/lib/api.o $(SB)/lib/refetch.o $(SB)/lib/paging.o $(SB)/lib/setup_check.o \
-    $(SB)/lib/sender.o $(SB)/lib/ping.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
+    $(SB)/lib/sender.o $(SB)/lib/ping.o $(SB)/lib/probe.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
 $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)

@@ -11,7 +11,7 @@
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
  *   webhook-drain send URL [FILE] [--id ID]
- *   webhook-drain check [--document-root DIR] [--handler]
+ *   webhook-drain check [--document-root DIR] [--handler] [--url URL]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
  *
@@ -43,6 +43,7 @@
 #include "lib/inbox.h"
 #include "lib/paging.h"
 #include "lib/present.h"
+#include "lib/probe.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
 #include "lib/status.h"
@@ -81,10 +82,10 @@ usage(void)
 	    "                               POST FILE (or stdin; on a terminal, a test\n"
 	    "                               event; --size: one of N bytes) signed with\n"
 	    "                               the first whsec_ secret, as the provider would\n"
-	    "  check [--document-root DIR] [--handler]\n"
+	    "  check [--document-root DIR] [--handler] [--url URL]\n"
 	    "                               validate the setup as this user runs it;\n"
 	    "                               --handler: run it on a test event\n"
-	    "                               (WEBHOOK_TEST=1)\n"
+	    "                               (WEBHOOK_TEST=1); --url: probe the endpoint\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
@@ -162,7 +163,7 @@ enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
-	OPT_HANDLER
+	OPT_HANDLER, OPT_URL
 };
 
 static const struct option long_opts[] = {
@@ -181,6 +182,7 @@ static const struct option long_opts[] = {
 	{ "max-failing", required_argument, NULL, OPT_MAX_FAILING },
 	{ "ping", required_argument, NULL, OPT_PING },
 	{ "handler", no_argument, NULL, OPT_HANDLER },
+	{ "url", required_argument, NULL, OPT_URL },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
@@ -199,6 +201,7 @@ struct opts {
 	const char		*id;
 	const char		*docroot;
 	const char		*ping;		/* run --ping URL */
+	const char		*url;		/* check --url URL */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -297,6 +300,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 		return 0;
 	case OPT_PING:
 		o->ping = arg;
+		return 0;
+	case OPT_URL:
+		o->url = arg;
 		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
@@ -822,9 +828,10 @@ check_finding(void *arg, const char *level, const char *what, const char *text)
 }
 
 /*
- * check [--document-root DIR] [--handler]: the setup as this user runs
- * it, one finding per line with how to fix it; --handler also runs the
- * handler on a synthetic event (WEBHOOK_TEST=1).  Exit 0 when nothing
+ * check [--document-root DIR] [--handler] [--url URL]: the setup as this
+ * user runs it, one finding per line with how to fix it; --handler also
+ * runs the handler on a synthetic event (WEBHOOK_TEST=1), --url probes
+ * the endpoint end to end (lib/probe.h).  Exit 0 when nothing
  * failed (warnings may remain), 1 when something failed, 2 when the
  * config does not load.
  */
@@ -837,6 +844,8 @@ cmd_check(const struct config *c, struct opts *o)
 	struct buf err;
 
 	setup_check(c, o->docroot, &h, &n);
+	if (o->url != NULL)
+		probe_url(c, o->url, &h, &n);
 	if (o->handler && c->handler != NULL) {
 		buf_init(&err, 4096);
 		printf("handler on a test event (WEBHOOK_TEST=1):\n");

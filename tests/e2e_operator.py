@@ -308,6 +308,41 @@ class TestCheckHelpsNeverHarms(unittest.TestCase):
         self.assertIn("the example's placeholder", out)
 
 
+class TestCheckUrl(OperatorBase):
+    """check --url against a real lighttpd: a working and a broken setup."""
+
+    def probe(self, conf, url):
+        p = subprocess.run([DRAIN, "-c", conf, "check", "--url", url],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **self.sb.env()))
+        return p.returncode, p.stdout + p.stderr
+
+    def url_lines(self, out):
+        return [l for l in out.splitlines() if " url: " in l]
+
+    def test_working_endpoint_passes_all_four(self):
+        rc, out = self.probe(self.sb.conf, "http://127.0.0.1:%d/hook" % self.srv.port)
+        lines = self.url_lines(out)
+        self.assertEqual(len(lines), 4, out)
+        self.assertTrue(all(l.startswith("ok ") for l in lines), out)
+        self.assertEqual(self.sb.count(), 2)    # the small and the 250 KB one
+
+    def test_broken_setups_name_the_step(self):
+        # The drainer's config has another secret than the receiver's.
+        other = os.path.join(self.sb.dir, "other.conf")
+        write_conf(other, **dict(self.keys, secret="whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"))
+        rc, out = self.probe(other, "http://127.0.0.1:%d/hook" % self.srv.port)
+        self.assertEqual(rc, 1, out)
+        self.assertRegex(out, r"FAIL url: signed small body: 401, not 200 — revisit step 3")
+        self.assertEqual(self.sb.count(), 0)
+        # A URL that does not reach the receiver.
+        rc, out = self.probe(self.sb.conf, "http://127.0.0.1:%d/nope.txt" % self.srv.port)
+        self.assertEqual(rc, 1, out)
+        self.assertRegex(out, r"FAIL url: signed small body: 404 from the web "
+                         r"server itself, not 200 — revisit step 2")
+        self.assertIn("FAIL url: GET: 404, not 405", out)
+
+
 class Listener:
     """An HTTP listener on 127.0.0.1 recording requests; hang=True accepts
     and never answers."""
