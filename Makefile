@@ -35,7 +35,8 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
-	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c
+	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c \
+	   lib/bulk.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \

@@ -37,6 +37,7 @@
 #include <sodium.h>
 
 #include "lib/api.h"
+#include "lib/bulk.h"
 #include "lib/config.h"
 #include "lib/digest.h"
 #include "lib/drain.h"
@@ -471,26 +472,6 @@ cmd_status(const struct config *c, struct opts *o)
 	return at.n > 0 ? EXIT_FAILED : 0;
 }
 
-struct list_ctx {
-	int	json;
-	int64_t	now;
-	int64_t	n;
-};
-
-static int
-list_one(const struct inbox_event *e, void *arg)
-{
-	struct list_ctx *lc = arg;
-
-	lc->n++;
-	if (lc->json) {
-		present_json(present_event_json(e, 0));
-		return 0;
-	}
-	present_event_line(stdout, e, lc->now);
-	return 0;
-}
-
 /*
  * list: on a terminal, a header and a bounded page (PRESENT_LIST_PAGE
  * events unless --limit) with how many more; on a pipe, every event, as
@@ -499,11 +480,8 @@ list_one(const struct inbox_event *e, void *arg)
 static int
 cmd_list(const struct config *c, struct opts *o)
 {
-	struct list_ctx lc = { o->json, util_now_ns(), 0 };
-	int tty = !o->json && isatty(STDOUT_FILENO);
 	struct inbox *ib;
 	struct buf err;
-	int64_t total = 0;
 	int rc = 0;
 
 	if (o->nargs > 0) {
@@ -512,18 +490,11 @@ cmd_list(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	if (tty && o->filter.limit == 0)
-		o->filter.limit = PRESENT_LIST_PAGE;
-	if (tty)
-		present_list_header(stdout);
 	buf_init(&err, 4096);
-	if (inbox_list(ib, &o->filter, 0, list_one, &lc, &err) != INBOX_OK ||
-	    (tty && inbox_count(ib, &o->filter, &total, &err) != INBOX_OK)) {
+	if (present_list(stdout, ib, &o->filter, o->json, !o->json &&
+	    isatty(STDOUT_FILENO), util_now_ns(), &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
-	} else if (tty && total > lc.n) {
-		printf("... and %lld more (--limit N shows more; a pipe gets "
-		    "them all)\n", (long long)(total - lc.n));
 	}
 	buf_free(&err);
 	inbox_close(ib);
@@ -531,46 +502,25 @@ cmd_list(const struct config *c, struct opts *o)
 }
 
 static int
-show_one(const struct inbox_event *e, void *arg)
-{
-	struct list_ctx *lc = arg;
-
-	lc->n++;
-	if (lc->json == 2) {	/* --body: the stored bytes, nothing else */
-		if (e->has_body && e->body.len > 0)
-			fwrite(e->body.data, 1, e->body.len, stdout);
-		return -1;
-	}
-	if (lc->json) {
-		present_json(present_event_json(e, 1));
-		return -1;
-	}
-	present_event_card(stdout, e, lc->now);
-	return -1;
-}
-
-static int
 cmd_show(const struct config *c, struct opts *o)
 {
-	struct list_ctx lc = { o->body ? 2 : o->json, util_now_ns(), 0 };
-	struct inbox_filter f;
 	struct inbox *ib;
 	struct buf err;
-	int rc = 0;
+	int rc = 0, found = 0;
 
 	if (o->nargs != 1) {
 		usage();
 		return EXIT_USAGE;
 	}
-	memset(&f, 0, sizeof f);
-	f.webhook_id = o->args[0];
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_list(ib, &f, 1, show_one, &lc, &err) != INBOX_OK) {
+	if (present_show(stdout, ib, o->args[0], o->body ? PRESENT_SHOW_BODY :
+	    o->json ? PRESENT_SHOW_JSON : PRESENT_SHOW_CARD, util_now_ns(),
+	    &found, &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
-	} else if (lc.n == 0) {
+	} else if (!found) {
 		fprintf(stderr, "webhook-drain: no event ");
 		present_text(stderr, o->args[0]);
 		fputc('\n', stderr);
@@ -620,7 +570,7 @@ static int
 cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 {
 	const char *verb = requeue ? "requeue" : "forget";
-	struct inbox *ib;
+	enum bulk_status st;
 	struct buf err;
 	int64_t n = 0, stale = 0;
 	int rc = 0;
@@ -638,54 +588,25 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		fprintf(stderr, "webhook-drain: requeue with filters needs --state\n");
 		return EXIT_USAGE;
 	}
-	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c))
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_count(ib, &o->filter, &n, &err) != INBOX_OK ||
-	    (requeue && drain_count_stale(ib, &o->filter, &stale, &err) != 0)) {
+	st = bulk_apply(c, &o->filter, requeue, o->yes, &n, &stale, &err);
+	if (st == BULK_FAILED) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
-		goto out;
-	}
-	/* Nothing to do is no failure: exit 1 means "some event failed"
-	 * (DESIGN.md), and a script requeueing what is dead finds nothing
-	 * on a good day.  A named event that is not there is another
-	 * matter: the id is wrong. */
-	if (n == 0) {
+	} else if (st == BULK_NONE) {
+		/* Nothing to do is no failure: exit 1 means "some event
+		 * failed" (DESIGN.md), and a script requeueing what is dead
+		 * finds nothing on a good day.  A named event that is not
+		 * there is another matter: the id is wrong. */
 		fprintf(stderr, "webhook-drain: no %s\n", o->filter.webhook_id ?
 		    "such event" : "matching event; nothing to do");
 		rc = o->filter.webhook_id ? EXIT_FAILED : 0;
-		goto out;
+	} else {
+		bulk_print(stdout, requeue, o->yes, n, stale);
 	}
-	if (!o->yes) {
-		printf("would %s %lld event%s", verb, (long long)n, n == 1 ? "" : "s");
-		if (stale)
-			printf(" (%lld older than what was already done for their "
-			    "object: they would be handed out anyway)",
-			    (long long)stale);
-		printf("; run again with --yes\n");
-		goto out;
-	}
-	if ((requeue ? inbox_requeue(ib, &o->filter, util_now_ns(), &n, &err) :
-	    inbox_forget(ib, &o->filter, &n, &err)) != INBOX_OK) {
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
-		rc = EXIT_FAILED;
-		goto out;
-	}
-	printf("%s %lld event%s", requeue ? "requeued" : "forgot", (long long)n,
-	    n == 1 ? "" : "s");
-	if (requeue && stale)
-		printf("; %lld %s older than what was already done for %s object "
-		    "and will be handed out anyway (WEBHOOK_STALE=1)",
-		    (long long)stale, stale == 1 ? "is" : "are",
-		    stale == 1 ? "its" : "their");
-	if (!requeue)
-		printf("; a replay is now accepted as new, and handed out if it is "
-		    "still the newest for its object");
-	putchar('\n');
-out:
 	buf_free(&err);
-	inbox_close(ib);
 	return rc;
 }
 

@@ -230,15 +230,22 @@ present_event_json(const struct inbox_event *e, int with_body)
 }
 
 void
-present_json(cJSON *o)
+present_json_to(FILE *f, cJSON *o)
 {
 	char *t = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
 
 	if (t != NULL) {
-		puts(t);
+		fputs(t, f);
+		fputc('\n', f);
 		free(t);
 	}
 	cJSON_Delete(o);
+}
+
+void
+present_json(cJSON *o)
+{
+	present_json_to(stdout, o);
 }
 
 int
@@ -423,4 +430,78 @@ present_progress(FILE *f, const struct paging_progress *p, const char *what,
 	    what, (long long)p->pages, (long long)p->items, (long long)p->stored,
 	    secs > 0 ? (double)p->items / secs : 0.0, eta);
 	fflush(f);
+}
+
+struct list_ctx {
+	FILE	*out;
+	int	 mode;		/* json (list) or present_show_mode (show) */
+	int64_t	 now;
+	int64_t	 n;
+};
+
+static int
+list_one(const struct inbox_event *e, void *arg)
+{
+	struct list_ctx *lc = arg;
+
+	lc->n++;
+	if (lc->mode)
+		present_json_to(lc->out, present_event_json(e, 0));
+	else
+		present_event_line(lc->out, e, lc->now);
+	return 0;
+}
+
+int
+present_list(FILE *out, struct inbox *ib, const struct inbox_filter *f,
+    int json, int tty, int64_t now_ns, struct buf *err)
+{
+	struct list_ctx lc = { out, json, now_ns, 0 };
+	struct inbox_filter page = *f;
+	int64_t total = 0;
+
+	if (tty && page.limit == 0)
+		page.limit = PRESENT_LIST_PAGE;
+	if (tty)
+		present_list_header(out);
+	if (inbox_list(ib, &page, 0, list_one, &lc, err) != INBOX_OK ||
+	    (tty && inbox_count(ib, &page, &total, err) != INBOX_OK))
+		return -1;
+	if (tty && total > lc.n)
+		fprintf(out, "... and %lld more (--limit N shows more; a pipe gets "
+		    "them all)\n", (long long)(total - lc.n));
+	return 0;
+}
+
+/* show's callback: the one event, then stop. */
+static int
+show_one(const struct inbox_event *e, void *arg)
+{
+	struct list_ctx *lc = arg;
+
+	lc->n++;
+	if (lc->mode == PRESENT_SHOW_BODY) {
+		if (e->has_body && e->body.len > 0)
+			fwrite(e->body.data, 1, e->body.len, lc->out);
+	} else if (lc->mode == PRESENT_SHOW_JSON) {
+		present_json_to(lc->out, present_event_json(e, 1));
+	} else {
+		present_event_card(lc->out, e, lc->now);
+	}
+	return -1;
+}
+
+int
+present_show(FILE *out, struct inbox *ib, const char *id,
+    enum present_show_mode mode, int64_t now_ns, int *found, struct buf *err)
+{
+	struct list_ctx lc = { out, (int)mode, now_ns, 0 };
+	struct inbox_filter f;
+
+	memset(&f, 0, sizeof f);
+	f.webhook_id = id;
+	if (inbox_list(ib, &f, 1, show_one, &lc, err) != INBOX_OK)
+		return -1;
+	*found = lc.n > 0;
+	return 0;
 }
