@@ -20,8 +20,10 @@
  * (with lib/refetch.c), sync and recover lib/paging.c, check
  * lib/setup_check.c, send lib/sender.c, the ways of showing events
  * lib/present.c; the inbox, the handler and the lock live in lib/ too.
- * Exit codes: 0 success; 1 some event failed this run (or, for status,
- * something needs a human; for other commands, the inbox could not be
+ * Exit codes (README, one table per command): 0 success, also for a
+ * requeue/forget filter that matches nothing; 1 some event failed this
+ * run (or, for status, something needs a human; for try and check, the
+ * handler or a check failed; for other commands, the inbox could not be
  * worked); 2 usage or config error.
  */
 #include <errno.h>
