@@ -101,10 +101,11 @@ usage(void)
 /* ---- config and inbox ---------------------------------------------------- */
 
 static int
-load_config(struct config *c)
+load_config(struct config *c, int all)
 {
 	static char beside[PATH_MAX];
 	const char *path = conf_arg;
+	char *line, *next;
 	struct buf err;
 	int rc;
 
@@ -126,10 +127,14 @@ load_config(struct config *c)
 		}
 		path = beside;
 	}
-	buf_init(&err, 4096);
-	rc = config_load(path, c, &err);
-	if (rc == -1)
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
+	buf_init(&err, 64 * 1024);
+	/* check reports every error of the file in one pass. */
+	rc = all ? config_load_all(path, c, &err) : config_load(path, c, &err);
+	for (line = rc == -1 ? err.data : NULL; line != NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		fprintf(stderr, "webhook-drain: %s\n", line);
+	}
 	buf_free(&err);
 	return rc;
 }
@@ -1022,7 +1027,7 @@ main(int argc, char **argv)
 		free(o.object_buf);
 		return EXIT_USAGE;
 	}
-	if (load_config(&c) == -1) {
+	if (load_config(&c, cmd->fn == cmd_check) == -1) {
 		free(o.object_buf);
 		return EXIT_USAGE;
 	}

@@ -133,6 +133,8 @@ struct parse {
 	int		 line;		/* the line being read, from 1 */
 	int		 failed;
 	int		 fail_line;	/* the line of the first error */
+	struct buf	*all;		/* config_load_all: every error after
+					 * the first, one line each; else NULL */
 	unsigned char	 seen[NKEYS];	/* 1: the key was given */
 };
 
@@ -190,18 +192,25 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 	char what[256], name[40];
 	va_list ap;
 
-	if (p->failed)
+	struct buf *to = p->err;
+
+	if (p->failed && p->all == NULL)
 		return -1;
-	p->failed = 1;
-	p->fail_line = p->line;
+	if (p->failed) {	/* config_load_all: the next line of the report */
+		to = p->all;
+		(void)buf_printf(to, "\n");
+	} else {
+		p->failed = 1;
+		p->fail_line = p->line;
+		buf_reset(p->err);
+	}
 	va_start(ap, fmt);
 	(void)vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	buf_reset(p->err);
 	if (key == NULL)
-		(void)buf_printf(p->err, "%s:%d: %s", p->path, p->line, what);
+		(void)buf_printf(to, "%s:%d: %s", p->path, p->line, what);
 	else
-		(void)buf_printf(p->err, "%s:%d: %s: %s", p->path, p->line,
+		(void)buf_printf(to, "%s:%d: %s: %s", p->path, p->line,
 		    !key_like(key) ? "(a line that is not key = value)" :
 		    !known_or_near(key) ? "(a word that is not a key)" :
 		    util_escape(key, strlen(key), name, sizeof name), what);
@@ -471,8 +480,8 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	return set_key(p, name, value != NULL ? value : "") == 0;
 }
 
-int
-config_load(const char *path, struct config *c, struct buf *err)
+static int
+load(const char *path, struct config *c, struct buf *err, struct buf *all)
 {
 	struct parse p;
 	struct reader rd;
@@ -492,6 +501,7 @@ config_load(const char *path, struct config *c, struct buf *err)
 	p.c = c;
 	p.path = path;
 	p.err = err;
+	p.all = all;
 	buf_reset(err);
 
 	if ((c->path = strdup(path)) == NULL) {
@@ -532,15 +542,20 @@ config_load(const char *path, struct config *c, struct buf *err)
 		(void)buf_printf(err, "%s:%d: not a key = value line", path, line);
 		goto out;
 	}
-	if (p.failed)
+	if (p.failed && all == NULL)
 		goto out;
 	for (k = keys; k < keys + NKEYS; k++)
 		if ((k->flags & REQUIRED) && p.seen[k - keys] == 0) {
-			(void)buf_printf(err, "%s: %s: required%s", path, k->name,
+			(void)buf_printf(p.failed ? all : err, "%s%s: %s: required%s",
+			    p.failed ? "\n" : "", path, k->name,
 			    k->kind == K_SECRET ? " (at least one whsec_… or "
 			    "whpk_…)" : "");
-			goto out;
+			p.failed = 1;
+			if (all == NULL)
+				goto out;
 		}
+	if (p.failed)
+		goto out;
 	rc = 0;
 out:
 	if (text != NULL) {
@@ -555,6 +570,26 @@ out:
 		config_free(c);
 		c->log = log;
 	}
+	return rc;
+}
+
+int
+config_load(const char *path, struct config *c, struct buf *err)
+{
+	return load(path, c, err, NULL);
+}
+
+int
+config_load_all(const char *path, struct config *c, struct buf *err)
+{
+	struct buf more;
+	int rc;
+
+	buf_init(&more, 64 * 1024);
+	if ((rc = load(path, c, err, &more)) == -1 && more.len > 0 &&
+	    buf_append(err, more.data, more.len) == -1)
+		(void)buf_printf(err, "\n(more errors)");
+	buf_free(&more);
 	return rc;
 }
 

@@ -302,6 +302,18 @@ class TestCheckHelpsNeverHarms(unittest.TestCase):
         self.assertIn("secret: in quotes", out)
         self.assertNotIn(SECRET_A[6:], out)
 
+    def test_every_config_error_in_one_pass(self):
+        write_conf(self.sb.conf, database=self.keys["database"], tolerence="5",
+                   secret='"%s"' % SECRET_A, max_body="lots", handlr="x")
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "check"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        for want in (":2: tolerence: unknown key (did you mean tolerance?)",
+                     ":3: secret: in quotes", ":4: max_body:",
+                     ":5: handlr: unknown key (did you mean handler?)"):
+            self.assertIn(want, p.stderr)
+        self.assertFalse(os.path.exists(self.keys["database"]))
+
     def test_placeholder_secret_is_named(self):
         rc, out = self.check(secret="whsec_REPLACE_WITH_YOUR_SECRET")
         self.assertEqual(rc, 2)
