@@ -128,9 +128,8 @@ drain_count_stale(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
 	return 0;
 }
 
-/* The handler's environment (DESIGN.md "Handler"); env has room for 16. */
-static size_t
-handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,
+size_t
+drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,
     const char *attempt, struct handler_env *env)
 {
 	size_t n = 0;
@@ -242,7 +241,7 @@ hand_out(struct run *run, struct inbox_event *e, int stale)
 	    &retry_after_s, &why, &alarm);
 	if (alarm.len > 0)
 		say(run->h, "%s", alarm.data);
-	nenv = handler_env(e, stale, rf, attempt, env);
+	nenv = drain_handler_env(e, stale, rf, attempt, env);
 	if (rf == REFETCH_STALE) {
 		if (inbox_finish_stale(run->ib, e, util_now_ns(), &err) != INBOX_OK) {
 			say(run->h, "%s: %s", idesc, err.data);

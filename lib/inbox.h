@@ -254,7 +254,9 @@ enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
 /* Which events an operator command applies to (NULL/"" = any). */
 struct inbox_filter {
 	const char	*webhook_id;	/* exact id */
-	const char	*state;
+	const char	*state;		/* a state, or "retrying": pending
+					 * events that failed and wait for
+					 * their next attempt */
 	const char	*type_glob;	/* shell-style pattern (*, ?, [...]),
 					 * case-sensitive, e.g. "payment.*" */
 	const char	*object_type;
@@ -309,6 +311,11 @@ struct inbox_status_report {
 	int64_t	pending, done, stale, dead;
 	int64_t	waiting_retry;		/* pending with failures > 0 */
 	int64_t	blocked;		/* pending behind an earlier one of its object */
+	int64_t	failing_objects;	/* objects with an event waiting_retry */
+	char	oldest_failing[INSTANT_SIZE];	/* received_at of the oldest
+						 * waiting_retry; "" when none */
+	char	last_done[INSTANT_SIZE];	/* newest finished_at of a done
+						 * event; "" when none */
 	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */
 	char	last_run_started[INSTANT_SIZE];	/* "" when never */
 	char	last_run_finished[INSTANT_SIZE];

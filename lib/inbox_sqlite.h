@@ -139,7 +139,8 @@ struct inbox {
  * assembled from input. */
 #define FILTER_WHERE \
 	" WHERE (?1 IS NULL OR webhook_id = ?1)" \
-	" AND (?2 IS NULL OR state = ?2)" \
+	" AND (?2 IS NULL OR state = ?2 OR (?2 = 'retrying'" \
+	" AND state = 'pending' AND failures > 0))" \
 	" AND (?3 IS NULL OR type GLOB ?3)" \
 	" AND (?4 IS NULL OR object_type = ?4)" \
 	" AND (?5 IS NULL OR object_id = ?5)" \
