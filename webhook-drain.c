@@ -40,6 +40,8 @@
 #include "lib/inbox.h"
 #include "lib/paging.h"
 #include "lib/present.h"
+#include "lib/report.h"
+#include "lib/runrec.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
 #include "lib/status.h"
@@ -59,7 +61,11 @@ usage(void)
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
-	    "  run [--max-time SECONDS]     process due events, then purge (silent on success)\n"
+	    "  run [--max-time SECONDS] [--report DIR] [--metrics FILE]\n"
+	    "                               process due events, then purge (silent on success);\n"
+	    "                               then refresh the report and metrics (issue 19)\n"
+	    "  report [--out DIR] [--metrics FILE]\n"
+	    "                               DIR/index.html and DIR/metrics.prom (DIR: .)\n"
 	    "  status [--json] [--max-pending-age D] [--max-idle D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
 	    "                               exits 1 when something needs a human\n"
@@ -149,7 +155,7 @@ open_inbox(const struct config *c)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_REPORT, OPT_METRICS
 };
 
 static const struct option long_opts[] = {
@@ -168,6 +174,9 @@ static const struct option long_opts[] = {
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "out", required_argument, NULL, OPT_REPORT },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -180,6 +189,8 @@ struct opts {
 	int64_t			 max_idle;		/* seconds */
 	const char		*id;
 	const char		*docroot;
+	const char		*report_dir;	/* run --report, report --out */
+	const char		*metrics;	/* --metrics FILE */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -272,6 +283,12 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_DOCROOT:
 		o->docroot = arg;
 		return 0;
+	case OPT_REPORT:
+		o->report_dir = arg;
+		return 0;
+	case OPT_METRICS:
+		o->metrics = arg;
+		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
@@ -341,19 +358,52 @@ run_problem(void *arg, const char *line)
 	fprintf(stderr, "webhook-drain: %s\n", line);
 }
 
+/* What run's hooks carry: the config, and the run's history. */
+struct run_ctx {
+	const struct config	*c;
+	struct runrec		 rec;
+};
+
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
-	const struct config *c = arg;
+	struct run_ctx *rc = arg;
 
-	present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
+	runrec_event(&rc->rec, ev, util_now_ns());
+	present_drain_event(stdout, stderr, ev, rc->c->max_attempts, verbose);
+}
+
+/* After a run: its history, then the report and metrics when asked.  A
+ * failure is said (cron mails it) and makes the run's exit 1. */
+static int
+run_record(const struct config *c, struct opts *o, struct run_ctx *rc,
+    const struct drain_result *res)
+{
+	struct buf err;
+	int bad = 0;
+
+	buf_init(&err, 4096);
+	runrec_finish(&rc->rec, res, util_now_ns());
+	if (runrec_save(&rc->rec, c, &err) == -1) {
+		fprintf(stderr, "webhook-drain: history: %s\n", err.data);
+		bad = 1;
+	}
+	if ((o->report_dir != NULL || o->metrics != NULL) && report_refresh(c,
+	    o->report_dir, o->metrics, o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		bad = 1;
+	}
+	buf_free(&err);
+	return bad;
 }
 
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
-	struct drain_hooks h = { run_event, run_problem, (void *)c };
+	struct run_ctx ctx = { c, { { NULL, 0, 0, 0 }, { 0 } } };
+	struct drain_hooks h = { run_event, run_problem, &ctx };
 	struct drain_result res;
+	int rc;
 
 	if (c->handler == NULL) {
 		fprintf(stderr, "webhook-drain: %s: handler: required for run\n",
@@ -366,7 +416,12 @@ cmd_run(const struct config *c, struct opts *o)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
 	}
-	switch (drain_run(c, o->max_time, &h, &res)) {
+	runrec_start(&ctx.rec, util_now_ns());
+	rc = drain_run(c, o->max_time, &h, &res);
+	if (rc == DRAIN_RAN && run_record(c, o, &ctx, &res))
+		res.broken = 1;
+	runrec_free(&ctx.rec);
+	switch (rc) {
 	case DRAIN_LOCKED:	/* another run is working: nothing to say */
 		if (verbose)
 			printf("another run holds the lock (a run in progress, or a "
@@ -392,6 +447,32 @@ cmd_run(const struct config *c, struct opts *o)
 
 /* ---- status, list, show -------------------------------------------------- */
 
+/* `status --json`: the report's fields (issue 19) added to j; on a
+ * failure to gather them, j as it was, and the reason on stderr. */
+static cJSON *
+status_json_more(const struct config *c, cJSON *j,
+    const struct status_attention *at)
+{
+	struct report *rep;
+	struct inbox *ib;
+	struct buf err;
+
+	if (j == NULL || (rep = malloc(sizeof *rep)) == NULL)
+		return j;
+	buf_init(&err, 4096);
+	if ((ib = open_inbox(c)) != NULL) {
+		if (report_collect(ib, c->database, util_now_ns(), 0, rep,
+		    &err) == 0)
+			report_status_json(j, rep, at);
+		else
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+	}
+	inbox_close(ib);
+	buf_free(&err);
+	free(rep);
+	return j;
+}
+
 static int
 cmd_status(const struct config *c, struct opts *o)
 {
@@ -414,7 +495,7 @@ cmd_status(const struct config *c, struct opts *o)
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
 	    &at);
 	if (o->json)
-		present_json(status_json(&r, &at));
+		present_json(status_json_more(c, status_json(&r, &at), &at));
 	else
 		status_print(stdout, &r, &at, now);
 	return at.n > 0 ? EXIT_FAILED : 0;
@@ -895,6 +976,29 @@ cmd_forget(const struct config *c, struct opts *o)
 	return cmd_requeue_forget(c, o, 0);
 }
 
+/* `report`: the page and the metrics, without a run (issue 19). */
+static int
+cmd_report(const struct config *c, struct opts *o)
+{
+	struct buf err;
+	int rc = 0;
+
+	if (o->nargs) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c))
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	if (report_refresh(c, o->report_dir ? o->report_dir : ".", o->metrics,
+	    o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		rc = EXIT_FAILED;
+	}
+	buf_free(&err);
+	return rc;
+}
+
 static int
 cmd_run_only(const struct config *c, struct opts *o)
 {
@@ -921,6 +1025,7 @@ static const struct command {
 	{ "check", cmd_check },
 	{ "sync", cmd_sync },
 	{ "recover", cmd_recover },
+	{ "report", cmd_report },
 };
 
 int

@@ -94,7 +94,10 @@ admit_chunk(struct inbox *ib, int *n)
 	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
 	    "  WHERE admitted = 0 LIMIT ?1)", &ib->admit)) != SQLITE_OK)
 		return rc;
-	if ((rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
+	/* History: admission is where the drainer first sees a received row
+	 * (the receiver writes nothing for it). */
+	if ((rc = ib_history_count_received(ib, ADMIT_CHUNK)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
 	    (rc = ib_step_done(ib->admit)) != SQLITE_OK)
 		return rc;
 	*n = sqlite3_changes(ib->db);
