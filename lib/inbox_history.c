@@ -152,6 +152,21 @@ inbox_history_add(struct inbox *ib, const struct history_delta *d, size_t n,
 	return INBOX_OK;
 }
 
+/* The end of a read: finalize st; INBOX_OK when the rows ran out or the
+ * callback stopped at one (rc ROW or DONE), else rc reported as `what`
+ * (before the finalize, which would reset the message). */
+static enum inbox_status
+read_end(struct inbox *ib, sqlite3_stmt *st, int rc, struct buf *err,
+    const char *what)
+{
+	enum inbox_status s = INBOX_OK;
+
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		s = ib_fail(ib, err, what, rc);
+	sqlite3_finalize(st);
+	return s;
+}
+
 enum inbox_status
 inbox_history_read(struct inbox *ib, int64_t since_s,
     int (*fn)(const struct inbox_history_row *, void *), void *arg,
@@ -178,13 +193,8 @@ inbox_history_read(struct inbox *ib, int64_t since_s,
 		if (fn(&r, arg) == -1)
 			break;
 	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(st);
-	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	return ib_fail(ib, err, "reading the history", rc);
+	return read_end(ib, st, rc, err, "reading the history");
 }
 
 enum inbox_status
@@ -225,13 +235,8 @@ inbox_runs_read(struct inbox *ib, int64_t since_ns,
 		if (fn(&r, arg) == -1)
 			break;
 	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(st);
-	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	return ib_fail(ib, err, "reading the runs", rc);
+	return read_end(ib, st, rc, err, "reading the runs");
 }
 
 enum inbox_status
@@ -303,11 +308,6 @@ inbox_blocked_list(struct inbox *ib, int64_t limit,
 		if (fn(&b, arg) == -1)
 			break;
 	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(st);
-	return INBOX_OK;
 fail:
-	sqlite3_finalize(st);
-	return ib_fail(ib, err, "reading blocked objects", rc);
+	return read_end(ib, st, rc, err, "reading blocked objects");
 }

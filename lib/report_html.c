@@ -64,15 +64,21 @@ shell_word(FILE *f, const char *s)
 	fputs("&#39;", f);
 }
 
+/* A duration to read at a glance (exact values are in data-s attributes
+ * and metrics.prom): 59s, 17m, 5.0h, 3.2d. */
 static void
 duration(FILE *f, int64_t s)
 {
-	char b[64];
-
 	if (s < 0)
 		fputs("never", f);
+	else if (s < 120)
+		fprintf(f, "%" PRId64 "s", s);
+	else if (s < 7200)
+		fprintf(f, "%" PRId64 "m", s / 60);
+	else if (s < 172800)
+		fprintf(f, "%.1fh", (double)s / 3600);
 	else
-		fputs(util_format_duration(s, b, sizeof b), f);
+		fprintf(f, "%.1fd", (double)s / 86400);
 }
 
 static void
