@@ -451,7 +451,7 @@ cmd_run(const struct config *c, struct opts *o)
  * failure to gather them, j as it was, and the reason on stderr. */
 static cJSON *
 status_json_more(const struct config *c, cJSON *j,
-    const struct status_attention *at)
+    const struct inbox_status_report *st, const struct status_attention *at)
 {
 	struct report *rep;
 	struct inbox *ib;
@@ -461,7 +461,7 @@ status_json_more(const struct config *c, cJSON *j,
 		return j;
 	buf_init(&err, 4096);
 	if ((ib = open_inbox(c)) != NULL) {
-		if (report_collect(ib, c->database, util_now_ns(), 0, rep,
+		if (report_collect(ib, c->database, util_now_ns(), 0, st, rep,
 		    &err) == 0)
 			report_status_json(j, rep, at);
 		else
@@ -495,7 +495,7 @@ cmd_status(const struct config *c, struct opts *o)
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
 	    &at);
 	if (o->json)
-		present_json(status_json_more(c, status_json(&r, &at), &at));
+		present_json(status_json_more(c, status_json(&r, &at), &r, &at));
 	else
 		status_print(stdout, &r, &at, now);
 	return at.n > 0 ? EXIT_FAILED : 0;

@@ -399,6 +399,12 @@ struct inbox_blocked {
 	int64_t		 attempts, behind;
 	const char	*next_at;
 };
+/* The `limit` dead events that died last, newest first (bodies not
+ * loaded); reads only dead rows, whatever the inbox's size. */
+enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_event *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
 /* At most `limit` blocked objects, longest queue first. */
 enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
 	    int (*fn)(const struct inbox_blocked *, void *), void *arg,

@@ -311,3 +311,34 @@ inbox_blocked_list(struct inbox *ib, int64_t limit,
 fail:
 	return read_end(ib, st, rc, err, "reading blocked objects");
 }
+
+enum inbox_status
+inbox_dead_latest(struct inbox *ib, int64_t limit,
+    int (*fn)(const struct inbox_event *, void *), void *arg,
+    struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct inbox_event e;
+	enum inbox_status s;
+	int rc;
+
+	inbox_event_init(&e);
+	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT " EVENT_COLUMNS
+	    " FROM events INDEXED BY events_dead WHERE state = 'dead'"
+	    " ORDER BY finished_at DESC, rowid DESC LIMIT ?1", -1, &st,
+	    NULL)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 1, limit)) != SQLITE_OK)
+		goto fail;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (ib_read_event(st, &e, 0) == -1) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		if (fn(&e, arg) == -1)
+			break;
+	}
+fail:
+	s = read_end(ib, st, rc, err, "reading dead events");
+	inbox_event_free(&e);
+	return s;
+}

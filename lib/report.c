@@ -162,38 +162,20 @@ blocked_row(const struct inbox_blocked *b, void *arg)
 	return r->nblocked < REPORT_ROWS_MAX ? 0 : -1;
 }
 
-/* Keep the REPORT_ROWS_MAX dead letters that finished last. */
+/* A dead letter, newest first (inbox_dead_latest). */
 static int
 dead_row(const struct inbox_event *e, void *arg)
 {
 	struct report *r = arg;
-	struct report_dead *o = NULL;
-	int i;
+	struct report_dead *o = &r->dead[r->ndead++];
 
-	if (r->ndead < REPORT_ROWS_MAX) {
-		o = &r->dead[r->ndead++];
-	} else {
-		for (i = 0; i < r->ndead; i++)
-			if (o == NULL || strcmp(r->dead[i].died_at, o->died_at) < 0)
-				o = &r->dead[i];
-		if (strcmp(e->finished_at, o->died_at) <= 0)
-			return 0;
-	}
 	snprintf(o->id, sizeof o->id, "%s", e->webhook_id);
 	snprintf(o->type, sizeof o->type, "%s", e->type ? e->type : "");
 	object_text(o->object, sizeof o->object, e->object_type, e->object_id);
-	/* Sorted and shown by when it died. */
 	snprintf(o->died_at, sizeof o->died_at, "%s", e->finished_at);
 	snprintf(o->error, sizeof o->error, "%s", e->last_error ? e->last_error : "");
 	o->attempts = e->attempts;
-	return 0;
-}
-
-static int
-dead_cmp(const void *a, const void *b)
-{
-	return -strcmp(((const struct report_dead *)a)->died_at,
-	    ((const struct report_dead *)b)->died_at);
+	return r->ndead < REPORT_ROWS_MAX ? 0 : -1;
 }
 
 static int64_t
@@ -210,9 +192,9 @@ file_size(const char *path, const char *suffix)
 
 int
 report_collect(struct inbox *ib, const char *database, int64_t now_ns,
-    int64_t max_idle_s, struct report *r, struct buf *err)
+    int64_t max_idle_s, const struct inbox_status_report *known,
+    struct report *r, struct buf *err)
 {
-	struct inbox_filter dead = { .state = "dead" };
 	int64_t now_s = now_ns / NS;
 
 	memset(r, 0, sizeof *r);
@@ -225,14 +207,15 @@ report_collect(struct inbox *ib, const char *database, int64_t now_ns,
 	    (REPORT_DAYS_N - 1) * HISTORY_DAY_S;
 	r->db_bytes = file_size(database, "");
 	r->wal_bytes = file_size(database, "-wal");
-	if (inbox_status_report(ib, &r->st, err) != INBOX_OK ||
+	if (known != NULL)
+		r->st = *known;
+	if ((known == NULL && inbox_status_report(ib, &r->st, err) != INBOX_OK) ||
 	    inbox_queue_now(ib, now_ns, &r->q, err) != INBOX_OK ||
 	    inbox_history_read(ib, INT64_MIN, history_row, r, err) != INBOX_OK ||
 	    inbox_runs_read(ib, INT64_MIN, run_row, r, err) != INBOX_OK ||
 	    inbox_blocked_list(ib, REPORT_ROWS_MAX, blocked_row, r, err) != INBOX_OK ||
-	    inbox_list(ib, &dead, 0, dead_row, r, err) != INBOX_OK)
+	    inbox_dead_latest(ib, REPORT_ROWS_MAX, dead_row, r, err) != INBOX_OK)
 		return -1;
-	qsort(r->dead, (size_t)r->ndead, sizeof r->dead[0], dead_cmp);
 	return 0;
 }
 
@@ -311,8 +294,8 @@ report_refresh(const struct config *c, const char *dir,
 		return -1;
 	}
 	if ((ib = drain_inbox_open(c, err)) == NULL ||
-	    report_collect(ib, c->database, util_now_ns(), max_idle_s, r,
-	    err) == -1)
+	    report_collect(ib, c->database, util_now_ns(), max_idle_s, NULL,
+	    r, err) == -1)
 		goto out;
 	if (dir != NULL && ((size_t)snprintf(path, sizeof path, "%s/index.html",
 	    dir) >= sizeof path || report_write_file(path, r, report_html,

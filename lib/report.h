@@ -97,11 +97,14 @@ struct report {
 };
 
 /*
- * Gather everything from an open inbox at now_ns.  *r is large (keep it
- * on the heap).  Returns 0, or -1 with the reason in err.
+ * Gather everything from an open inbox at now_ns; `known`, when not NULL,
+ * is the inbox_status_report the caller already has (it scans every row:
+ * `status --json` need not pay it twice).  *r is large (keep it on the
+ * heap).  Returns 0, or -1 with the reason in err.
  */
 int	report_collect(struct inbox *ib, const char *database, int64_t now_ns,
-	    int64_t max_idle_s, struct report *r, struct buf *err)
+	    int64_t max_idle_s, const struct inbox_status_report *known,
+	    struct report *r, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /* The page and the metrics, to a stream. */

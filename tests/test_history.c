@@ -314,8 +314,8 @@ START_TEST(page_escapes_inbox_strings)
 	ck_assert_int_eq(inbox_history_add(ib, b.d, b.n, NULL, T0 * SEC, &err),
 	    INBOX_OK);
 	store(ib, "id'<i>", "t", &err);
-	ck_assert_int_eq(report_collect(ib, "/x/<db>", (T0 + 60) * SEC, 900, r,
-	    &err), 0);
+	ck_assert_int_eq(report_collect(ib, "/x/<db>", (T0 + 60) * SEC, 900, NULL,
+	    r, &err), 0);
 	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
 	report_html(f, r);
 	fclose(f);
