@@ -104,6 +104,11 @@ history_row(const struct inbox_history_row *row, void *arg)
 	    HISTORY_FINE_S), d;
 	int w;
 
+	if (strcmp(row->name, "run") == 0)
+		r->runs_total[strcmp(row->label, "ok") == 0 ? 0 :
+		    strcmp(row->label, "failures") == 0 ? 1 : 2] += row->n;
+	if (strcmp(row->name, "run_budget_hit") == 0)
+		r->runs_total[3] += row->n;
 	if (row->width_s == HISTORY_FINE_S && row->bucket_s >= r->fine0_s &&
 	    (d = (row->bucket_s - r->fine0_s) / HISTORY_FINE_S) < REPORT_FINE_N)
 		slot_row(&r->fine[d], row);
@@ -130,10 +135,6 @@ run_row(const struct inbox_run_record *run, void *arg)
 
 	if (d >= 0 && d < REPORT_DAYS_N)
 		r->runs_per_day[d]++;
-	r->runs_total[strcmp(run->result, "ok") == 0 ? 0 :
-	    strcmp(run->result, "failures") == 0 ? 1 : 2]++;
-	if (run->budget_hit)
-		r->runs_total[3]++;
 	if (strcmp(run->result, "error") != 0 && run->finished_ns > r->last_success_ns)
 		r->last_success_ns = run->finished_ns;
 	if (run->started_ns >= r->now_ns - 86400 * NS && r->nruns < REPORT_RUNS_MAX)

@@ -90,7 +90,8 @@ struct report {
 	int			 ndead;
 	struct inbox_run_record	 runs[REPORT_RUNS_MAX];	/* last 24 h */
 	int			 nruns;
-	int64_t			 runs_total[4];	/* ok, failures, error, budget hit */
+	int64_t			 runs_total[4];	/* ok, failures, error, budget hit:
+						 * history's counters */
 	int64_t			 runs_per_day[REPORT_DAYS_N];
 	int64_t			 last_success_ns;	/* 0: none */
 	int64_t			 max_idle_s;	/* cron looks dead past this */

@@ -72,12 +72,12 @@ report_prom(FILE *f, const struct report *r)
 	    "webhook_deliveries_total{outcome=\"stale\"} %" PRId64 "\n",
 	    a->c[RC_HANDLED], a->c[RC_RETRIED], a->c[RC_DEAD], a->c[RC_STALE]);
 	meta(f, "webhook_drain_runs_total", "counter",
-	    "Drainer runs kept in the inbox (35 days) by result.");
+	    "Drainer runs that ran (not those that found the lock held), by result.");
 	for (i = 0; i < 3; i++)
 		fprintf(f, "webhook_drain_runs_total{result=\"%s\"} %" PRId64 "\n",
 		    rs[i], r->runs_total[i]);
-	counter(f, "webhook_drain_runs_budget_hit_total", "Drainer runs (35 "
-	    "days) stopped by --max-time.", r->runs_total[3]);
+	counter(f, "webhook_drain_runs_budget_hit_total", "Drainer runs "
+	    "stopped by --max-time.", r->runs_total[3]);
 	meta(f, "webhook_queue_events", "gauge", "Events in the inbox by state.");
 	fprintf(f, "webhook_queue_events{state=\"ready\"} %" PRId64 "\n"
 	    "webhook_queue_events{state=\"waiting_retry\"} %" PRId64 "\n"

@@ -81,6 +81,11 @@ runrec_finish(struct runrec *r, const struct drain_result *res, int64_t now_ns)
 	r->run.budget_hit = res->max_time_reached;
 	snprintf(r->run.result, sizeof r->run.result, "%s", res->broken ?
 	    "error" : res->n.failed ? "failures" : "ok");
+	/* Counted in history too: `runs` keeps 35 days, and a counter in
+	 * metrics.prom must never go down. */
+	history_count(&r->b, now_ns / NS, "run", r->run.result, 1);
+	if (res->max_time_reached)
+		history_count(&r->b, now_ns / NS, "run_budget_hit", NULL, 1);
 }
 
 int

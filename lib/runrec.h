@@ -14,6 +14,8 @@
  *   type_handled, type_failed   label event type ('' when none)
  *   wait      histogram, ms: received → first hand-out (attempt 1 only)
  *   handler   histogram, ms, label event type: the handler's run time
+ *   run       label ok, failures or error: one per run (runrec_finish)
+ *   run_budget_hit              a run stopped by --max-time
  * `received` is counted by the inbox at admission (inbox_history.c).
  * A run killed before runrec_save loses its increments (at least the run
  * row then is missing too, so the strip of runs shows the gap).
