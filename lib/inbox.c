@@ -47,8 +47,9 @@ static const char migrate_v2[] =
 /*
  * Version 2 to 3: the history tables (issue 19).  They are the tail of
  * schema.sql from this marker on, applied as they are, so a migrated inbox
- * has the same schema as a new one by construction.  Only the drainer
- * writes them; a version-2 receiver still running is unaffected.
+ * has the same schema as a new one by construction; before them,
+ * events.first_error (NULL for rows failed before).  Only the drainer
+ * writes either; a version-2 receiver still running is unaffected.
  */
 #define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
 
@@ -172,7 +173,9 @@ apply_schema(struct inbox *ib, struct buf *err)
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
+		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
+		    " TEXT")) != SQLITE_OK ||
+		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
 		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
 		    SQLITE_OK)
 			goto fail;

@@ -400,9 +400,12 @@ struct inbox_blocked {
 	const char	*next_at;
 };
 /* The `limit` dead events that died last, newest first (bodies not
- * loaded); reads only dead rows, whatever the inbox's size. */
+ * loaded), each with the error of its first failed hand-out (NULL when
+ * not recorded: failed before schema version 3); reads only dead rows,
+ * whatever the inbox's size. */
 enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
-	    int (*fn)(const struct inbox_event *, void *), void *arg,
+	    int (*fn)(const struct inbox_event *, const char *first_error,
+	    void *), void *arg,
 	    struct buf *err) __attribute__((warn_unused_result));
 
 /* At most `limit` blocked objects, longest queue first. */

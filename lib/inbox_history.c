@@ -314,7 +314,7 @@ fail:
 
 enum inbox_status
 inbox_dead_latest(struct inbox *ib, int64_t limit,
-    int (*fn)(const struct inbox_event *, void *), void *arg,
+    int (*fn)(const struct inbox_event *, const char *, void *), void *arg,
     struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -324,7 +324,7 @@ inbox_dead_latest(struct inbox *ib, int64_t limit,
 
 	inbox_event_init(&e);
 	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT " EVENT_COLUMNS
-	    " FROM events INDEXED BY events_dead WHERE state = 'dead'"
+	    ", first_error FROM events INDEXED BY events_dead WHERE state = 'dead'"
 	    " ORDER BY finished_at DESC, rowid DESC LIMIT ?1", -1, &st,
 	    NULL)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 1, limit)) != SQLITE_OK)
@@ -334,7 +334,8 @@ inbox_dead_latest(struct inbox *ib, int64_t limit,
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		if (fn(&e, arg) == -1)
+		if (fn(&e, (const char *)sqlite3_column_text(st,
+		    EVENT_NCOLUMNS), arg) == -1)
 			break;
 	}
 fail:

@@ -421,7 +421,10 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
+	    /* first_error: the original error, which a dead letter's
+	     * reader asks for first (the report); never reset. */
 	    "UPDATE events SET failures = failures + 1, last_error = ?2,"
+	    " first_error = coalesce(first_error, ?2),"
 	    " last_output = ?3,"
 	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
 	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"

@@ -165,7 +165,7 @@ blocked_row(const struct inbox_blocked *b, void *arg)
 
 /* A dead letter, newest first (inbox_dead_latest). */
 static int
-dead_row(const struct inbox_event *e, void *arg)
+dead_row(const struct inbox_event *e, const char *first_error, void *arg)
 {
 	struct report *r = arg;
 	struct report_dead *o = &r->dead[r->ndead++];
@@ -175,6 +175,8 @@ dead_row(const struct inbox_event *e, void *arg)
 	object_text(o->object, sizeof o->object, e->object_type, e->object_id);
 	snprintf(o->died_at, sizeof o->died_at, "%s", e->finished_at);
 	snprintf(o->error, sizeof o->error, "%s", e->last_error ? e->last_error : "");
+	snprintf(o->first_error, sizeof o->first_error, "%s",
+	    first_error ? first_error : "");
 	o->attempts = e->attempts;
 	return r->ndead < REPORT_ROWS_MAX ? 0 : -1;
 }

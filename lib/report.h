@@ -67,7 +67,7 @@ struct report_blocked {
 };
 struct report_dead {
 	char	id[128], type[64], object[200], died_at[INSTANT_SIZE],
-		error[160];
+		error[160], first_error[160];
 	int64_t	attempts;
 };
 

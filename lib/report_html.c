@@ -384,7 +384,8 @@ table_dead(FILE *f, const struct report *r)
 
 	fprintf(f, "<h2>Latest dead letters</h2><div class=\"wrap\"><table "
 	    "id=\"dead\"><tr><th>event</th><th>type</th><th>object</th>"
-	    "<th>attempts</th><th>died</th><th>last error</th></tr>\n");
+	    "<th>attempts</th><th>died</th><th>first error</th>"
+	    "<th>last error</th></tr>\n");
 	for (i = 0; i < r->ndead; i++) {
 		const struct report_dead *d = &r->dead[i];
 		fputs("<tr><td>", f);
@@ -395,6 +396,8 @@ table_dead(FILE *f, const struct report *r)
 		esc(f, d->object);
 		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td>", d->attempts);
 		esc(f, present_short_time(d->died_at, when));
+		fputs("</td><td>", f);
+		esc(f, d->first_error[0] ? d->first_error : "–");
 		fputs("</td><td>", f);
 		esc(f, d->error);
 		fputs("</td></tr>\n", f);

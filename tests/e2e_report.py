@@ -247,8 +247,8 @@ class ReportTest(unittest.TestCase):
                       self.html)
         dead = self.table(dom, "dead")[1:]
         self.assertEqual(sorted(r[0] for r in dead), self.dead_ids())
-        self.assertTrue(all(r[5] == "exit 3" and r[3] == str(MAX_ATTEMPTS)
-                            for r in dead), dead)
+        self.assertTrue(all(r[5] == r[6] == "exit 3" and
+                            r[3] == str(MAX_ATTEMPTS) for r in dead), dead)
         self.assertIn("webhook-drain requeue --state dead --yes", dom)
 
     def test_types(self):
