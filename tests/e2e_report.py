@@ -265,7 +265,7 @@ class ReportTest(unittest.TestCase):
         if not shutil.which("chromium"):
             self.skipTest("chromium is not installed")
         os.makedirs(SHOTS, exist_ok=True)
-        for name, size in (("phone", "412,2600"), ("desktop", "1100,2400")):
+        for name, size in (("phone", "412,2600"), ("desktop", "1100,4400")):
             shot = os.path.join(SHOTS, "report-%s.png" % name)
             out = subprocess.run(
                 ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
