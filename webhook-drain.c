@@ -47,6 +47,8 @@
 #include "lib/paging.h"
 #include "lib/present.h"
 #include "lib/probe.h"
+#include "lib/report.h"
+#include "lib/runrec.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
 #include "lib/status.h"
@@ -67,10 +69,13 @@ usage(void)
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
-	    "  run [--max-time SECONDS] [--ping URL]\n"
+	    "  run [--max-time SECONDS] [--ping URL] [--report DIR] [--metrics FILE]\n"
 	    "                               process due events, then purge (silent on\n"
 	    "                               success); --ping: POST URL (URL/fail on\n"
-	    "                               failure) after the run, for a monitor\n"
+	    "                               failure) after the run, for a monitor;\n"
+	    "                               --report/--metrics: refresh the report page\n"
+	    "  report [--out DIR] [--metrics FILE]\n"
+	    "                               DIR/index.html and DIR/metrics.prom (DIR: .)\n"
 	    "  status [--json] [--max-pending-age D] [--max-idle D] [--max-failing D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
 	    "                               exits 1 when something needs a human\n"
@@ -171,7 +176,7 @@ enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
-	OPT_HANDLER, OPT_URL
+	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS
 };
 
 static const struct option long_opts[] = {
@@ -194,6 +199,9 @@ static const struct option long_opts[] = {
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "out", required_argument, NULL, OPT_REPORT },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -210,6 +218,8 @@ struct opts {
 	const char		*docroot;
 	const char		*ping;		/* run --ping URL */
 	const char		*url;		/* check --url URL */
+	const char		*report_dir;	/* run --report, report --out */
+	const char		*metrics;	/* --metrics FILE */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -312,6 +322,12 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_URL:
 		o->url = arg;
 		return 0;
+	case OPT_REPORT:
+		o->report_dir = arg;
+		return 0;
+	case OPT_METRICS:
+		o->metrics = arg;
+		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
@@ -385,21 +401,48 @@ run_problem(void *arg, const char *line)
 	fprintf(stderr, "webhook-drain: %s\n", line);
 }
 
+/* What run's hooks carry: the config, the digest and the run's history. */
 struct run_ctx {
 	const struct config	*c;
 	struct digest		 d;
+	struct runrec		 rec;
 };
 
-/* Every outcome goes to the digest, printed once at the end; -v keeps
- * the per-event lines as they happen. */
+/* Every outcome goes to the digest, printed once at the end, and to the
+ * run's history; -v keeps the per-event lines as they happen. */
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
 	struct run_ctx *rc = arg;
 
 	digest_add(&rc->d, ev);
+	runrec_event(&rc->rec, ev, util_now_ns());
 	if (verbose)
 		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
+}
+
+/* After a run: its history, then the report and metrics when asked.  A
+ * failure is said (cron mails it) and makes the run's exit 1. */
+static int
+run_record(const struct config *c, struct opts *o, struct run_ctx *rc,
+    const struct drain_result *res)
+{
+	struct buf err;
+	int bad = 0;
+
+	buf_init(&err, 4096);
+	runrec_finish(&rc->rec, res, util_now_ns());
+	if (runrec_save(&rc->rec, c, &err) == -1) {
+		fprintf(stderr, "webhook-drain: history: %s\n", err.data);
+		bad = 1;
+	}
+	if ((o->report_dir != NULL || o->metrics != NULL) && report_refresh(c,
+	    o->report_dir, o->metrics, o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		bad = 1;
+	}
+	buf_free(&err);
+	return bad;
 }
 
 static int
@@ -408,6 +451,7 @@ cmd_run(const struct config *c, struct opts *o)
 	static struct run_ctx rx;	/* the digest is a few tens of KB */
 	struct drain_hooks h = { run_event, run_problem, &rx };
 	struct drain_result res;
+	int rc;
 
 	if (c->handler == NULL) {
 		fprintf(stderr, "webhook-drain: %s: handler: required for run\n",
@@ -422,7 +466,12 @@ cmd_run(const struct config *c, struct opts *o)
 	}
 	rx.c = c;
 	digest_init(&rx.d);
-	switch (drain_run(c, o->max_time, &h, &res)) {
+	runrec_start(&rx.rec, util_now_ns());
+	rc = drain_run(c, o->max_time, &h, &res);
+	if (rc == DRAIN_RAN && run_record(c, o, &rx, &res))
+		res.broken = 1;
+	runrec_free(&rx.rec);
+	switch (rc) {
 	case DRAIN_LOCKED:	/* another run is working: nothing to say */
 		if (verbose)
 			printf("another run holds the lock (a run in progress, or a "
@@ -450,6 +499,32 @@ cmd_run(const struct config *c, struct opts *o)
 
 /* ---- status, list, show -------------------------------------------------- */
 
+/* `status --json`: the report's fields (issue 19) added to j; on a
+ * failure to gather them, j as it was, and the reason on stderr. */
+static cJSON *
+status_json_more(const struct config *c, cJSON *j,
+    const struct inbox_status_report *st, const struct status_attention *at)
+{
+	struct report *rep;
+	struct inbox *ib;
+	struct buf err;
+
+	if (j == NULL || (rep = malloc(sizeof *rep)) == NULL)
+		return j;
+	buf_init(&err, 4096);
+	if ((ib = open_inbox(c)) != NULL) {
+		if (report_collect(ib, c->database, util_now_ns(), 0, st, rep,
+		    &err) == 0)
+			report_status_json(j, rep, at);
+		else
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+	}
+	inbox_close(ib);
+	buf_free(&err);
+	free(rep);
+	return j;
+}
+
 static int
 cmd_status(const struct config *c, struct opts *o)
 {
@@ -473,7 +548,7 @@ cmd_status(const struct config *c, struct opts *o)
 	    &at);
 	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)
-		present_json(status_json(&r, &at));
+		present_json(status_json_more(c, status_json(&r, &at), &r, &at));
 	else
 		status_print(stdout, &r, &at, now);
 	return at.n > 0 ? EXIT_FAILED : 0;
@@ -936,6 +1011,29 @@ cmd_forget(const struct config *c, struct opts *o)
 	return cmd_requeue_forget(c, o, 0);
 }
 
+/* `report`: the page and the metrics, without a run (issue 19). */
+static int
+cmd_report(const struct config *c, struct opts *o)
+{
+	struct buf err;
+	int rc = 0;
+
+	if (o->nargs) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c))
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	if (report_refresh(c, o->report_dir ? o->report_dir : ".", o->metrics,
+	    o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		rc = EXIT_FAILED;
+	}
+	buf_free(&err);
+	return rc;
+}
+
 static int
 cmd_run_only(const struct config *c, struct opts *o)
 {
@@ -963,6 +1061,7 @@ static const struct command {
 	{ "check", cmd_check },
 	{ "sync", cmd_sync },
 	{ "recover", cmd_recover },
+	{ "report", cmd_report },
 };
 
 int

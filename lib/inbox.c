@@ -25,7 +25,7 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	2
+#define SCHEMA_VERSION	3
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -43,6 +43,15 @@ static const char migrate_v2[] =
     "    WHERE state = 'pending' AND object_id IS NOT NULL AND admitted = 1;"
     "CREATE INDEX events_unadmitted ON events (admitted) WHERE admitted = 0;"
     "PRAGMA user_version = 2";
+
+/*
+ * Version 2 to 3: the history tables (issue 19).  They are the tail of
+ * schema.sql from this marker on, applied as they are, so a migrated inbox
+ * has the same schema as a new one by construction; before them,
+ * events.first_error (NULL for rows failed before).  Only the drainer
+ * writes either; a version-2 receiver still running is unaffected.
+ */
+#define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
@@ -159,10 +168,17 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 2")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 3")) != SQLITE_OK)
 			goto fail;
-	} else if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK) {
-		goto fail;
+	} else if (version < SCHEMA_VERSION) {
+		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
+			goto fail;
+		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
+		    " TEXT")) != SQLITE_OK ||
+		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
+		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
+		    SQLITE_OK)
+			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)
 		goto fail;

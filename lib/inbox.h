@@ -346,4 +346,78 @@ enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,
 	    const char *outcome, struct buf *err)
 	    __attribute__((warn_unused_result));
 
+/* ---- history (issue 19; lib/history.h, lib/inbox_history.c) ------------- */
+
+/* A drainer run as `runs` keeps it.  result: "ok", "failures", "error". */
+struct inbox_run_record {
+	int64_t		 started_ns, finished_ns;
+	int64_t		 claimed, done, failed, retried, dead, stale, refetched;
+	int		 budget_hit;	/* stopped by --max-time */
+	char		 result[16];
+};
+
+/*
+ * At the end of a run, in one transaction: add the run's increments (n
+ * deltas, fine buckets; a HISTORY_IDX_MAX delta keeps the larger value),
+ * record the run (NULL: none), fold fine buckets older than
+ * HISTORY_FINE_KEEP_S before now into days, and drop runs older than
+ * HISTORY_RUNS_KEEP_S.  Sums are preserved by the fold: totals only grow.
+ */
+struct history_delta;
+enum inbox_status inbox_history_add(struct inbox *ib,
+	    const struct history_delta *d, size_t n,
+	    const struct inbox_run_record *run, int64_t now_ns, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* One stored history row; strings live only for the callback. */
+struct inbox_history_row {
+	int64_t		 width_s, bucket_s;
+	const char	*name, *label;
+	int		 idx;
+	int64_t		 n;
+};
+/* Every row whose bucket starts at or after since_s (INT64_MIN: all),
+ * oldest first.  fn returns 0 to go on, -1 to stop. */
+enum inbox_status inbox_history_read(struct inbox *ib, int64_t since_s,
+	    int (*fn)(const struct inbox_history_row *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* Runs that started at or after since_ns, oldest first. */
+enum inbox_status inbox_runs_read(struct inbox *ib, int64_t since_ns,
+	    int (*fn)(const struct inbox_run_record *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* The queue now, beyond inbox_status_report: events ready to hand out
+ * (pending, due, not held) and the oldest of them's received_at ("" when
+ * none); objects held behind a head waiting for its retry. */
+struct inbox_queue {
+	int64_t	ready;
+	char	oldest_ready[INSTANT_SIZE];
+	int64_t	blocked_objects;
+};
+enum inbox_status inbox_queue_now(struct inbox *ib, int64_t now_ns,
+	    struct inbox_queue *q, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* A blocked object: its head event (waiting for a retry) and how many
+ * pending events of the object wait behind it. */
+struct inbox_blocked {
+	const char	*object_type, *object_id, *webhook_id, *last_error;
+	int64_t		 attempts, behind;
+	const char	*next_at;
+};
+/* The `limit` dead events that died last, newest first (bodies not
+ * loaded), each with the error of its first failed hand-out (NULL when
+ * not recorded: failed before schema version 3); reads only dead rows,
+ * whatever the inbox's size. */
+enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_event *, const char *first_error,
+	    void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* At most `limit` blocked objects, longest queue first. */
+enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
 #endif

@@ -94,7 +94,10 @@ admit_chunk(struct inbox *ib, int *n)
 	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
 	    "  WHERE admitted = 0 LIMIT ?1)", &ib->admit)) != SQLITE_OK)
 		return rc;
-	if ((rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
+	/* History: admission is where the drainer first sees a received row
+	 * (the receiver writes nothing for it). */
+	if ((rc = ib_history_count_received(ib, ADMIT_CHUNK)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
 	    (rc = ib_step_done(ib->admit)) != SQLITE_OK)
 		return rc;
 	*n = sqlite3_changes(ib->db);
@@ -420,7 +423,10 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
+	    /* first_error: the original error, which a dead letter's
+	     * reader asks for first (the report); never reset. */
 	    "UPDATE events SET failures = failures + 1, last_error = ?2,"
+	    " first_error = coalesce(first_error, ?2),"
 	    " last_output = ?3,"
 	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
 	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"

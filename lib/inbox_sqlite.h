@@ -190,6 +190,10 @@ int	ib_hold_ready(struct inbox *ib);
  * after ib_hold_ready); *n. */
 int	ib_count_held(struct inbox *ib, int64_t *n);
 
+/* lib/inbox_history.c: count as `received` the rows the next admit_chunk
+ * (same transaction, same limit) admits. */
+int	ib_history_count_received(struct inbox *ib, int limit);
+
 /* lib/inbox_wal.c: SQLite's busy handler for every connection. */
 int	ib_busy_wait(void *arg, int count);
 /*
