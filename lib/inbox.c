@@ -315,8 +315,8 @@ ib_bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
 }
 
-enum inbox_status
-inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+static enum inbox_status
+store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
 	int rc, changed = 0;
 
@@ -344,6 +344,17 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if (ib->group_commit && (rc = ib_make_durable(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "syncing the WAL", rc);
 	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
+}
+
+enum inbox_status
+inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+{
+	enum inbox_status s;
+
+	ib->busy_deadline = d->deadline;
+	s = store_one(ib, d, err);
+	ib->busy_deadline = 0;
+	return s;
 }
 
 void
@@ -501,8 +512,8 @@ set_cursor(struct inbox *ib, const struct inbox_batch *b)
 	return rc;
 }
 
-enum inbox_status
-inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
+static enum inbox_status
+store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 {
 	size_t i;
 	int rc, changed;
@@ -534,6 +545,24 @@ inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 fail:
 	b->stored = 0;
 	return ib_txn_fail(ib, NULL, err, "storing a batch", rc);
+}
+
+/* The batch waits for the lock no longer than its most pressed delivery
+ * may: the requests queued behind it then still have their own time. */
+enum inbox_status
+inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
+{
+	enum inbox_status s;
+	size_t i;
+
+	ib->busy_deadline = 0;
+	for (i = 0; i < b->n; i++)
+		if (b->d[i].deadline != 0 && (ib->busy_deadline == 0 ||
+		    b->d[i].deadline < ib->busy_deadline))
+			ib->busy_deadline = b->d[i].deadline;
+	s = store_batch(ib, b, err);
+	ib->busy_deadline = 0;
+	return s;
 }
 
 enum inbox_status

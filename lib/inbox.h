@@ -105,11 +105,19 @@ struct inbox_delivery {
 	const void		*body;		/* exact bytes */
 	size_t			 body_len;
 	const struct event_fields *fields;	/* extracted at receive time */
+	/*
+	 * Monotonic ns (util_mono_ns) after which the store waits no longer
+	 * for the write lock (INBOX_BUSY), whatever busy_timeout_ms allows:
+	 * the request's own deadline, so that every answer leaves in time
+	 * (docs/caps.md, RECEIVE_DEADLINE_S).  0: busy_timeout_ms alone.
+	 */
+	int64_t			 deadline;
 };
 
 /*
  * Store a delivery under its webhook-id in one transaction; a webhook-id
- * already there is left as it is.
+ * already there is left as it is.  The wait for the write lock ends at
+ * busy_timeout_ms or at d->deadline, whichever comes first.
  * INBOX_OK: new and committed (durable per the synchronous level);
  * INBOX_DUPLICATE: already there, nothing written (with group commit it is
  * made durable first, since the first copy may not be yet); INBOX_BUSY / INBOX_FAILED:
@@ -239,7 +247,8 @@ struct inbox_batch {
 };
 
 /*
- * Store a batch (above).  Returns INBOX_OK, or BUSY/FAILED with the reason
+ * Store a batch (above), waiting for the write lock until busy_timeout_ms
+ * or the earliest d[i].deadline, whichever comes first.  Returns INBOX_OK, or BUSY/FAILED with the reason
  * in err: then nothing was stored, stored is 0 and the cursor did not
  * move.  After INBOX_FAILED the caller should close and reopen the inbox.
  */

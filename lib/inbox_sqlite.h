@@ -105,6 +105,10 @@ struct inbox {
 	char		*path;
 	int64_t		 busy_timeout_ns;
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
+	/* Monotonic ns after which no busy wait goes on (0: none): the
+	 * earliest deadline of the deliveries being stored, set only for the
+	 * length of one store. */
+	int64_t		 busy_deadline;
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
 	int		 short_lived;	/* see inbox_options */

@@ -49,7 +49,8 @@ ib_busy_wait(void *arg, int count)
 
 	if (count == 0)
 		ib->busy_start = now;
-	if (now - ib->busy_start >= ib->busy_timeout_ns)
+	if (now - ib->busy_start >= ib->busy_timeout_ns ||
+	    (ib->busy_deadline != 0 && now >= ib->busy_deadline))
 		return 0;
 	us = 20u << (count < 3 ? count : 3);
 	us = us / 2 + randombytes_uniform(us);

@@ -674,6 +674,56 @@ START_TEST(busy_then_ok)
 }
 END_TEST
 
+/* Issue 21 item 2: the delivery's deadline ends the wait for the lock
+ * whatever busy_timeout allows (10 s here), for one store and for a batch
+ * (its earliest deadline: the requests queued behind it keep their time). */
+START_TEST(busy_ends_at_deadline)
+{
+	char path[512];
+	struct inbox *p;
+	sqlite3 *other;
+	struct event_fields f;
+	struct inbox_delivery d[2];
+	int changed[2];
+	struct inbox_batch b = { .d = d, .n = 2, .changed = changed };
+	int64_t t0, waited;
+
+	buf_init(&err, 4096);
+	new_path(path, sizeof path);
+	p = open_at(path, 10000);
+	other = raw_open(path);
+	raw_exec(other, "BEGIN IMMEDIATE");
+	memset(&f, 0, sizeof f);
+	memset(d, 0, sizeof d);
+	d[0].webhook_id = "dl1";
+	d[1].webhook_id = "dl2";
+	d[0].secret_fp = d[1].secret_fp = "fp";
+	d[0].body = d[1].body = "x";
+	d[0].body_len = d[1].body_len = 1;
+	d[0].fields = d[1].fields = &f;
+
+	t0 = util_mono_ns();
+	d[0].deadline = t0 + 300000000;
+	ck_assert_int_eq(inbox_store(p, &d[0], &err), INBOX_BUSY);
+	waited = util_mono_ns() - t0;
+	ck_assert_msg(waited < 3000000000LL, "waited %lld ms past the deadline",
+	    (long long)(waited / 1000000));
+
+	t0 = util_mono_ns();
+	d[0].deadline = t0 + 20 * 1000000000LL;
+	d[1].deadline = t0 + 300000000;
+	ck_assert_int_eq(inbox_store_batch(p, &b, &err), INBOX_BUSY);
+	waited = util_mono_ns() - t0;
+	ck_assert_msg(waited < 3000000000LL, "batch waited %lld ms",
+	    (long long)(waited / 1000000));
+
+	raw_exec(other, "ROLLBACK");
+	sqlite3_close(other);
+	inbox_close(p);
+	buf_free(&err);
+}
+END_TEST
+
 /* ==== store =============================================================== */
 
 START_TEST(store_and_duplicate)
@@ -1932,6 +1982,7 @@ inbox_suite(void)
 	tcase_add_test(tc, open_unopenable);
 	tcase_add_test(tc, first_open_race);
 	tcase_add_test(tc, busy_then_ok);
+	tcase_add_test(tc, busy_ends_at_deadline);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("store");
