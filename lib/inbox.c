@@ -315,6 +315,18 @@ ib_bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
 }
 
+/* The answer when the files at the path are no longer the ones this
+ * connection writes (ib_same_files). */
+static enum inbox_status
+moved(struct inbox *ib, struct buf *err)
+{
+	buf_reset(err);
+	(void)buf_printf(err, "%s: the database or its -wal file was replaced, "
+	    "moved, truncated or deleted while open; not acknowledging into it "
+	    "(reopening)", ib->path);
+	return INBOX_FAILED;
+}
+
 static enum inbox_status
 store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
@@ -336,6 +348,10 @@ store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
 	    (rc = ib_commit(ib)) != SQLITE_OK)
 		return ib_txn_fail(ib, NULL, err, "storing the event", rc);
+	/* Never a 200 into a file that no longer holds the inbox (replaced,
+	 * deleted, truncated in place): the caller reopens. */
+	if (!ib_same_files(ib))
+		return moved(ib, err);
 	if (wal.st_ino != 0 && ib->synchronous_full && !walsync_wal_is_named(ib->role,
 	    (uint64_t)wal.st_dev, (uint64_t)wal.st_ino))
 		walsync_wal_named(ib->role, (uint64_t)wal.st_dev,
@@ -534,13 +550,8 @@ store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 		goto fail;
 	if (ib->group_commit && (rc = ib_make_durable(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "syncing the WAL", rc);
-	if (ib->group_commit && !ib_same_files(ib)) {
-		buf_reset(err);
-		(void)buf_printf(err, "%s: the database or its -wal file was moved "
-		    "or deleted while open; not acknowledging into it (reopening)",
-		    ib->path);
-		return INBOX_FAILED;
-	}
+	if (!ib_same_files(ib))
+		return moved(ib, err);
 	return INBOX_OK;
 fail:
 	b->stored = 0;

@@ -124,6 +124,9 @@ struct inbox_delivery {
  * nothing written, reason in err.  After INBOX_FAILED the caller should
  * close and reopen the inbox before the next call.
  */
+/* Before it answers, a store checks that the path still names the files
+ * it wrote (not replaced, moved, truncated or deleted meanwhile): else
+ * INBOX_FAILED, saying so. */
 enum inbox_status inbox_store(struct inbox *ib, const struct inbox_delivery *d,
 	    struct buf *err) __attribute__((warn_unused_result));
 

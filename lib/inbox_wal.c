@@ -285,9 +285,12 @@ ib_same_files(struct inbox *ib)
 	char wal[PATH_MAX + 8];
 
 	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
-	    sb.st_ino != ib->db_ino)
+	    sb.st_ino != ib->db_ino || sb.st_size == 0 ||
+	    sb.st_size < ib->db_size)
 		return 0;
-	if ((size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) >= sizeof wal)
+	ib->db_size = sb.st_size;
+	if (!ib->wal ||
+	    (size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) >= sizeof wal)
 		return 1;
 	if (stat(wal, &sb) == -1)
 		return 0;
@@ -520,6 +523,7 @@ ib_note_files(struct inbox *ib, const char *path)
 	if (stat(path, &sb) == 0) {
 		ib->db_dev = sb.st_dev;
 		ib->db_ino = sb.st_ino;
+		ib->db_size = sb.st_size;
 	}
 	buf_init(&wal, 8192);
 	if (buf_printf(&wal, "%s-wal", path) == 0 && stat(wal.data, &sb) == 0) {

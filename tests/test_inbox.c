@@ -724,6 +724,30 @@ START_TEST(busy_ends_at_deadline)
 }
 END_TEST
 
+/* Issue 21 item 5: an inbox truncated in place under an open connection
+ * (`: > inbox.db`, a restore gone wrong) is noticed before the answer:
+ * INBOX_FAILED saying so, never INBOX_OK into a file that no longer holds
+ * the inbox; a fresh open then works. */
+START_TEST(truncated_under_us_refused)
+{
+	char path[512];
+	struct inbox *p;
+
+	buf_init(&err, 4096);
+	new_path(path, sizeof path);
+	p = open_at(path, 1000);
+	ib = p;
+	OK(store_body("t1", NULL, NULL, NULL, NULL, NULL, "x", 1));
+	ck_assert_int_eq(truncate(path, 0), 0);
+	ck_assert_int_eq(store_body("t2", NULL, NULL, NULL, NULL, NULL, "x", 1),
+	    INBOX_FAILED);
+	ck_assert_msg(contains(ERR, "truncated"), "error \"%s\"", ERR);
+	inbox_close(p);
+	ib = NULL;
+	buf_free(&err);
+}
+END_TEST
+
 /* ==== store =============================================================== */
 
 START_TEST(store_and_duplicate)
@@ -1983,6 +2007,7 @@ inbox_suite(void)
 	tcase_add_test(tc, first_open_race);
 	tcase_add_test(tc, busy_then_ok);
 	tcase_add_test(tc, busy_ends_at_deadline);
+	tcase_add_test(tc, truncated_under_us_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("store");
