@@ -10,6 +10,7 @@
  * SQLITE_BUSY when another connection wrote meanwhile), hot statements
  * prepared once per connection.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -230,15 +231,25 @@ prepare_hot(struct inbox *ib)
 }
 
 enum inbox_status
-inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
+inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
 {
 	struct inbox *ib;
 	enum inbox_status s = INBOX_FAILED;
+	char path[PATH_MAX];
 	const char *vfs;
 	int rc;
 
 	*out = NULL;
+	/* The file the document-root guard and `check` judged
+	 * (util_path_inside), not SQLite's own reading of `..`. */
+	if (util_path_resolve(given, path) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: cannot resolve the path (%s): its "
+		    "directory must exist, named without a missing directory "
+		    "before a \"..\"", given, strerror(errno));
+		return INBOX_FAILED;
+	}
 	if ((ib = calloc(1, sizeof *ib)) == NULL ||
 	    (ib->path = strdup(path)) == NULL) {
 		free(ib);

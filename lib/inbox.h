@@ -71,7 +71,9 @@ enum inbox_status {
 };
 
 /*
- * Open (creating if needed) the inbox at `path`, with the options' commit
+ * Open (creating if needed) the inbox at `path` as util_path_resolve
+ * resolves it (the file the document-root guard judged; a path whose
+ * directory does not resolve is refused), with the options' commit
  * durability, waiting up to busy_timeout_ms for the write lock (in short
  * steps), the schema applied to a new inbox and an older one migrated.
  * Returns INBOX_OK and *out (close with inbox_close), or another status
