@@ -258,6 +258,7 @@ inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
 		return INBOX_FAILED;
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	ib->busy_deadline = o->deadline;	/* for the open only (below) */
 	create_shared(path);
 	vfs = ib_wal_vfs(ib, path, o, err);
 	rc = sqlite3_open_v2(path, &ib->db, SQLITE_OPEN_READWRITE |
@@ -285,6 +286,7 @@ inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
 		goto out;
 	}
 	ib_note_files(ib, path);
+	ib->busy_deadline = 0;
 	*out = ib;
 	return INBOX_OK;
 out:

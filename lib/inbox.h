@@ -59,6 +59,13 @@ struct inbox_options {
 	 * docs/durability.md for what that is in the SQLite implementation.
 	 */
 	int			short_lived;
+	/*
+	 * Monotonic ns (util_mono_ns) after which inbox_open waits no longer
+	 * for a lock, whatever busy_timeout_ms allows (0: no such limit): a
+	 * receiver reopening for a request bounds the open by the request's
+	 * deadline.  Only the open: stores take theirs from the delivery.
+	 */
+	int64_t			deadline;
 };
 
 /* Outcome of a call that may meet a busy or broken database. */

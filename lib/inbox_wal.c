@@ -356,6 +356,8 @@ set_wal(struct inbox *ib)
 	int64_t deadline = util_mono_ns() + ib->busy_timeout_ns;
 	int rc, count = 0;
 
+	if (ib->busy_deadline != 0 && ib->busy_deadline < deadline)
+		deadline = ib->busy_deadline;
 	if ((rc = journal_pragma(ib, "PRAGMA journal_mode")) != SQLITE_OK ||
 	    ib->wal)
 		return rc;
