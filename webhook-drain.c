@@ -112,8 +112,16 @@ load_config(struct config *c)
 	}
 	buf_init(&err, 4096);
 	rc = config_load(path, c, &err);
-	if (rc == -1)
+	if (rc == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		/* A broken config still names its log (config.h): the
+		 * operator reads the receiver's lines there too. */
+		if (c->log != NULL) {
+			log_open(c->log);
+			if (log_is_file())
+				log_msg("config: %s", err.data);
+		}
+	}
 	buf_free(&err);
 	return rc;
 }
@@ -339,14 +347,33 @@ run_problem(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "webhook-drain: %s\n", line);
+	/* DESIGN.md: both programs append to `log`. */
+	if (log_is_file())
+		log_msg("%s", line);
 }
 
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
 	const struct config *c = arg;
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *err;
 
-	present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
+	/* The failures cron mails go to `log` too (DESIGN.md: both programs
+	 * append there): caught in memory, then written to both. */
+	if (!log_is_file() || (err = open_memstream(&text, &len)) == NULL) {
+		present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
+		return;
+	}
+	present_drain_event(stdout, err, ev, c->max_attempts, verbose);
+	fclose(err);
+	fputs(text, stderr);
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		log_msg("%s", strncmp(line, "webhook-drain: ", 15) == 0 ?
+		    line + 15 : line);
+	free(text);
 }
 
 static int

@@ -313,6 +313,7 @@ static const char *log_prog = "webhook";
  * config reload changes `log` never write to a closed descriptor. */
 static int log_fd = STDERR_FILENO;
 static int stderr_copy = -1;	/* the original stderr, to switch back to */
+static int log_file;		/* log_fd holds a file log_open opened */
 
 void
 log_init(const char *progname)
@@ -333,8 +334,9 @@ log_open(const char *path)
 	int fd;
 
 	if (path == NULL || *path == '\0') {
-		if (stderr_copy != -1 && log_fd != STDERR_FILENO)
-			(void)dup3(stderr_copy, log_fd, O_CLOEXEC);
+		if (stderr_copy != -1 && log_fd != STDERR_FILENO &&
+		    dup3(stderr_copy, log_fd, O_CLOEXEC) != -1)
+			__atomic_store_n(&log_file, 0, __ATOMIC_RELAXED);
 		return;
 	}
 	/* The receiver and the drainer (two users on a shared host) append to
@@ -351,7 +353,15 @@ log_open(const char *path)
 	}
 	if (log_fd == STDERR_FILENO || dup3(fd, log_fd, O_CLOEXEC) == -1)
 		log_msg("log: cannot switch to %s; logging to stderr", path);
+	else
+		__atomic_store_n(&log_file, 1, __ATOMIC_RELAXED);
 	close(fd);
+}
+
+int
+log_is_file(void)
+{
+	return __atomic_load_n(&log_file, __ATOMIC_RELAXED);
 }
 
 void

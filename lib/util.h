@@ -110,6 +110,10 @@ int	util_distance(const char *a, const char *b);
 void	log_init(const char *progname);
 void	log_open(const char *path);	/* NULL or "" means stderr */
 void	log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Do log lines go to a file (the config's `log`), not stderr?  A CLI
+ * that prints a problem on stderr for the operator (cron's mail) logs it
+ * too only then, so stderr does not get it twice. */
+int	log_is_file(void);
 void	log_vmsg(const char *fmt, va_list ap);
 
 /*

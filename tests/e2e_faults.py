@@ -517,6 +517,45 @@ class TestDuplicateKeys(FaultCase):
         self.assertIn("note webhook-id=%s" % nul, self.log())
 
 
+class TestLogKept(FaultCase):
+    """Item 6: a config broken while running still logs its reason to the
+    `log` file named before; the drainer's messages go there too."""
+
+    def test_receiver_broken_config_logs_to_its_log(self):
+        self.srv = Lighttpd(self.sb, procs=1)
+        mid = self.new_id("log")
+        self.assertEqual(self.deliver(mid)[0], 200)
+        # A typo on the first line: the parser may stop before `log`.
+        with open(self.sb.conf) as f:
+            text = f.read()
+        with open(self.sb.conf + ".tmp", "w") as f:
+            f.write("databse = x\n" + text)
+        os.replace(self.sb.conf + ".tmp", self.sb.conf)
+        status, headers, _ = self.deliver(self.new_id("broken"))
+        self.assertEqual(status, 503)
+        self.assertIn("databse", self.log())
+        write_conf(self.sb.conf, **self.keys)
+        self.assertEqual(self.deliver(self.new_id("fixed"))[0], 200)
+
+    def test_drainer_logs_to_log(self):
+        self.keys.update(handler="exit 3", settle="0s")
+        write_conf(self.sb.conf, **self.keys)
+        self.srv = Lighttpd(self.sb, procs=1)
+        mid = self.new_id("drainlog")
+        self.assertEqual(self.deliver(mid)[0], 200)
+        r = run_drain(self.sb, "run")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("webhook-drain", self.log())
+        self.assertIn(mid, self.log())
+        # A broken config: the reason in the log as well as on stderr.
+        with open(self.sb.conf, "a") as f:
+            f.write("max_attempts = many\n")
+        r = run_drain(self.sb, "run")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("max_attempts", r.stderr)
+        self.assertIn("max_attempts", self.log())
+
+
 class TestDrainerKilled(FaultCase):
     """SIGKILL of the drainer while its handler runs (already passing):
     the next run hands the event out again and finishes it; nothing lost."""

@@ -746,6 +746,25 @@ START_TEST(path_resolve_and_inside)
 }
 END_TEST
 
+/* Issue 21 item 6: the drainer logs its problems to `log` too, only when
+ * it is a file (stderr would get them twice). */
+START_TEST(log_is_file_follows_log_open)
+{
+	char path[] = "/tmp/test_util_log.XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	log_init("test_util");
+	ck_assert_int_eq(log_is_file(), 0);
+	log_open(path);
+	ck_assert_int_eq(log_is_file(), 1);
+	log_open(NULL);
+	ck_assert_int_eq(log_is_file(), 0);
+	unlink(path);
+}
+END_TEST
+
 static Suite *
 util_suite(void)
 {
@@ -755,6 +774,7 @@ util_suite(void)
 	tc = tcase_create("parse_decimal");
 	tcase_add_test(tc, decimal_canonical);
 	tcase_add_test(tc, path_resolve_and_inside);
+	tcase_add_test(tc, log_is_file_follows_log_open);
 	tcase_add_test(tc, decimal_refused);
 	tcase_add_test(tc, decimal_len_zero);
 	tcase_add_test(tc, decimal_uses_len_not_nul);
