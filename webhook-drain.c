@@ -439,7 +439,7 @@ cmd_status(const struct config *c, struct opts *o)
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
-	    &at);
+	    c->retry_max_s, c->settle_s, &at);
 	if (o->json)
 		present_json(status_json(&r, &at));
 	else

@@ -291,7 +291,7 @@ claim_loop(struct run *run, int64_t max_time_s, int64_t start)
 			break;
 		}
 		s = inbox_next_due(run->ib, &cur, util_now_ns(),
-		    run->c->settle_s * NS, &e, &err);
+		    run->c->settle_s * NS, run->c->retry_max_s * NS, &e, &err);
 		if (s == INBOX_NOT_FOUND)
 			break;
 		if (s != INBOX_OK || inbox_claim(run->ib, &e, util_now_ns(),

@@ -181,6 +181,10 @@ void	inbox_event_free(struct inbox_event *e);	/* then reusable */
  * arrival).  An event is due when pending, next_at ≤ now, received at
  * least `settle_ns` ago (unless requeued), and no pending event of its own
  * object sorts before it (DESIGN.md "Per-object order under failure").
+ * Times from the future are due too (the clock stepped back, or ahead and
+ * back: an NTP step, a restored VM): a next attempt later than now +
+ * `future_ns` (retry_max: no backoff schedules one that far; 0: no such
+ * rule), or an arrival later than now + settle_ns.
  * Call inbox_next_due repeatedly with the same cursor: INBOX_OK fills *e,
  * INBOX_NOT_FOUND means none left; BUSY/FAILED as usual.
  */
@@ -191,8 +195,9 @@ struct inbox_cursor {
 	int	started;
 };
 enum inbox_status inbox_next_due(struct inbox *ib, struct inbox_cursor *cur,
-	    int64_t now_ns, int64_t settle_ns, struct inbox_event *e,
-	    struct buf *err) __attribute__((warn_unused_result));
+	    int64_t now_ns, int64_t settle_ns, int64_t future_ns,
+	    struct inbox_event *e, struct buf *err)
+	    __attribute__((warn_unused_result));
 
 /* What inbox_claim decided. */
 enum inbox_claim {
@@ -336,6 +341,11 @@ struct inbox_status_report {
 	char	last_run_outcome[64];
 	char	lock_busy_since[INSTANT_SIZE];	/* runs found the lock held
 						 * since then; "" when not */
+	/* Pending events' latest next attempt and latest arrival ("" when
+	 * none): in the future beyond retry_max or settle, the clock stepped
+	 * back (status says so; the drainer takes them as due). */
+	char	latest_next_at[INSTANT_SIZE];
+	char	newest_pending[INSTANT_SIZE];
 };
 enum inbox_status inbox_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err)

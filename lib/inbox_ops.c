@@ -217,12 +217,15 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 		goto fail;
 	sqlite3_finalize(st);
 	if ((rc = sqlite3_prepare_v2(ib->db,
-	    "SELECT min(received_at), sum(failures > 0) FROM events"
+	    "SELECT min(received_at), sum(failures > 0), max(next_at),"
+	    " max(received_at) FROM events"
 	    " WHERE state = 'pending'", -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = sqlite3_step(st)) != SQLITE_ROW)
 		goto fail;
 	ib_col_instant(st, 0, r->oldest_pending);
 	r->waiting_retry = sqlite3_column_int64(st, 1);
+	ib_col_instant(st, 2, r->latest_next_at);
+	ib_col_instant(st, 3, r->newest_pending);
 	sqlite3_finalize(st);
 	st = NULL;
 	if ((rc = ib_count_held(ib, &r->blocked)) != SQLITE_OK)

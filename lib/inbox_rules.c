@@ -125,22 +125,24 @@ admit(struct inbox *ib)
 
 enum inbox_status
 inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
-    int64_t settle_ns, struct inbox_event *e, struct buf *err)
+    int64_t settle_ns, int64_t future_ns, struct inbox_event *e,
+    struct buf *err)
 {
 	static const char sql[] =
 	    /* INDEXED BY: walk the pending events in hand-out order; left to
 	     * itself the planner may scan and sort every pending row per
 	     * event (O(n^2) over a backlog; docs/inbox-rules.md). */
 	    "SELECT " EVENT_COLUMNS ", body FROM events e INDEXED BY events_pending"
-	    " WHERE state = 'pending' AND next_at <= ?1"
-	    " AND (requeued = 1 OR received_at <= ?2)"
+	    " WHERE state = 'pending' AND (next_at <= ?1 OR next_at > ?3)"
+	    " AND (requeued = 1 OR received_at <= ?2 OR received_at > ?7)"
 	    /* The cursor: a range the index seeks to.  Before the first
 	     * event it is ('', '', 0), which sorts before every instant. */
 	    " AND (sort_at, received_at, rowid) > (?4, ?5, ?6)"
 	    " AND NOT EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " ORDER BY sort_at, received_at, rowid LIMIT 1";
 	sqlite3_stmt *st = NULL;
-	char now[INSTANT_SIZE], settled[INSTANT_SIZE];
+	char now[INSTANT_SIZE], settled[INSTANT_SIZE], far[INSTANT_SIZE],
+	    ahead[INSTANT_SIZE];
 	enum inbox_status s = INBOX_NOT_FOUND;
 	int rc;
 
@@ -153,6 +155,10 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 3, future_ns > 0 && now_ns <= INT64_MAX -
+	    future_ns ? now_ns + future_ns : INT64_MAX, far)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 7, now_ns <= INT64_MAX - settle_ns ?
+	    now_ns + settle_ns : INT64_MAX, ahead)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 4, cur->sort_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 5, cur->received_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 6, cur->seq)) != SQLITE_OK) {

@@ -353,7 +353,7 @@ due(int64_t now, int64_t settle)
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
 	out[0] = '\0';
-	while ((s = inbox_next_due(ib, &cur, now, settle, &e, &err)) ==
+	while ((s = inbox_next_due(ib, &cur, now, settle, 0, &e, &err)) ==
 	    INBOX_OK) {
 		ck_assert_uint_lt(len + strlen(e.webhook_id) + 2, sizeof out);
 		len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
@@ -374,7 +374,7 @@ take(const char *id, int64_t now, struct inbox_event *e)
 
 	memset(&cur, 0, sizeof cur);
 	for (;;) {
-		s = inbox_next_due(ib, &cur, now, 0, e, &err);
+		s = inbox_next_due(ib, &cur, now, 0, 0, e, &err);
 		ck_assert_msg(s == INBOX_OK, "%s is not due (%d: %s)", id, s,
 		    ERR);
 		if (strcmp(e->webhook_id, id) == 0)
@@ -434,7 +434,7 @@ drain(int64_t now, const char *fail, int64_t max_attempts)
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
 	out[0] = '\0';
-	while ((s = inbox_next_due(ib, &cur, now, 0, &e, &err)) == INBOX_OK) {
+	while ((s = inbox_next_due(ib, &cur, now, 0, 0, &e, &err)) == INBOX_OK) {
 		const char *mark = "";
 
 		c = claim(&e, now);
