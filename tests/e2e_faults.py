@@ -114,6 +114,14 @@ class FaultCase(unittest.TestCase):
         except OSError:
             return ""
 
+    def run_to_done(self, mid, offset=None):
+        """A drainer run succeeds and `mid` is done."""
+        r = run_drain(self.sb, "run", offset=offset)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.sb.rows("SELECT state FROM events WHERE webhook_id = ?",
+                            (mid,))
+        self.assertEqual(rows[0]["state"], "done")
+
     def deliver(self, msg_id, body=None, timeout=30):
         body = event_body(msg_id) if body is None else body
         t0 = time.monotonic()
@@ -584,11 +592,7 @@ class TestClockSteps(FaultCase):
         self.assertNotEqual(st.returncode, 0, st.stdout)
         self.assertIn("beyond retry_max", st.stdout)
         open(marker, "w").close()
-        r = run_drain(self.sb, "run")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        rows = self.sb.rows("SELECT state FROM events WHERE webhook_id = ?",
-                            (mid,))
-        self.assertEqual(rows[0]["state"], "done")
+        self.run_to_done(mid)
 
     def test_received_tomorrow(self):
         marker = self.handler()
@@ -604,11 +608,7 @@ class TestClockSteps(FaultCase):
         st = run_drain(self.sb, "status")
         self.assertNotEqual(st.returncode, 0, st.stdout)
         self.assertIn("in the future", st.stdout)
-        r = run_drain(self.sb, "run")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        rows = self.sb.rows("SELECT state FROM events WHERE webhook_id = ?",
-                            (mid,))
-        self.assertEqual(rows[0]["state"], "done")
+        self.run_to_done(mid)
 
 
 class TestDrainerKilled(FaultCase):
@@ -642,11 +642,7 @@ class TestDrainerKilled(FaultCase):
         time.sleep(0.5)
         # The killed hand-out counts as a failed attempt: its retry is
         # due later (libfaketime, no sleeping).
-        r = run_drain(self.sb, "run", offset=3600)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        state = self.sb.rows("SELECT state FROM events WHERE webhook_id = ?",
-                             (mid,))
-        self.assertEqual(state[0]["state"], "done")
+        self.run_to_done(mid, offset=3600)
 
 
 if __name__ == "__main__":
