@@ -448,46 +448,98 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	return ib_txn_commit(ib, st, err, "recording a failure");
 }
 
-enum inbox_status
-inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
-    int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
+/*
+ * Events read per page by inbox_list before any is handed to the caller
+ * (fewer with bodies: each may be max_body).  A page is read, the
+ * statement finalised — which ends the read transaction — and only then
+ * printed: a reader blocked on its output (`webhook-drain list | less`
+ * left open) must not pin a snapshot, or the WAL grows without bound.
+ */
+#define LIST_PAGE		256
+#define LIST_PAGE_BODIES	4
+
+/* Read at most `max` events after the keyset (sort_at, received_at,
+ * rowid) of `after` (all when after->seq < 0) into page[]; *n = how
+ * many.  Returns SQLite's code. */
+static int
+list_page(struct inbox *ib, const struct inbox_filter *f, int with_body,
+    const struct inbox_event *after, int64_t max, struct inbox_event *page,
+    int *n)
 {
 	static const char sql[] =
 	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
 	    " EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " FROM events e" FILTER_WHERE
+	    " AND (?10 < 0 OR (sort_at, received_at, rowid) > (?11, ?12, ?10))"
 	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
 	sqlite3_stmt *st = NULL;
-	struct inbox_event e;
 	char since[INSTANT_SIZE], until[INSTANT_SIZE];
-	enum inbox_status s = INBOX_OK;
 	int rc;
 
-	inbox_event_init(&e);
-	if ((rc = ib_hold_ready(ib)) != SQLITE_OK ||
-	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	*n = 0;
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_filter(st, f, since, until)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 8, f->limit > 0 ? f->limit : -1)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK) {
+	    (rc = sqlite3_bind_int64(st, 8, max)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 10, after->seq)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 11, after->sort_at, -1,
+	    SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 12, after->received_at, -1,
+	    SQLITE_STATIC)) != SQLITE_OK)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (ib_read_event(st, &page[*n], with_body) == -1) {
+			rc = SQLITE_NOMEM;
+			goto out;
+		}
+		page[*n].blocked = sqlite3_column_int(st, EVENT_NCOLUMNS + 1);
+		(*n)++;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+enum inbox_status
+inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
+    int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
+{
+	struct inbox_event page[LIST_PAGE], after;
+	int64_t left = f->limit > 0 ? f->limit : INT64_MAX, max;
+	enum inbox_status s = INBOX_OK;
+	int i, n, rc, size = with_body ? LIST_PAGE_BODIES : LIST_PAGE;
+
+	for (i = 0; i < size; i++)
+		inbox_event_init(&page[i]);
+	memset(&after, 0, sizeof after);
+	after.seq = -1;
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK) {
 		s = ib_fail(ib, err, "listing events", rc);
 		goto out;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (ib_read_event(st, &e, with_body) == -1) {
-			buf_reset(err);
-			(void)buf_printf(err, "%s: out of memory", ib->path);
-			s = INBOX_FAILED;
+	while (left > 0) {
+		max = left < size ? left : size;
+		if ((rc = list_page(ib, f, with_body, &after, max, page, &n)) !=
+		    SQLITE_OK) {
+			s = ib_fail(ib, err, "listing events", rc);
 			goto out;
 		}
-		e.blocked = sqlite3_column_int(st, EVENT_NCOLUMNS + 1);
-		if (fn(&e, arg) == -1)
-			goto out;
+		/* The read transaction is over: now the output may block. */
+		for (i = 0; i < n; i++)
+			if (fn(&page[i], arg) == -1)
+				goto out;
+		if (n < max)
+			break;
+		left -= n;
+		memcpy(after.sort_at, page[n - 1].sort_at, INSTANT_SIZE);
+		memcpy(after.received_at, page[n - 1].received_at, INSTANT_SIZE);
+		after.seq = page[n - 1].seq;
 	}
-	if (rc != SQLITE_DONE)
-		s = ib_fail(ib, err, "listing events", rc);
 out:
-	inbox_event_free(&e);
-	sqlite3_finalize(st);
+	for (i = 0; i < size; i++)
+		inbox_event_free(&page[i]);
 	return s;
 }
 

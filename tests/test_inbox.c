@@ -1993,6 +1993,64 @@ START_TEST(checkpoint_turns_follow_commits)
 }
 END_TEST
 
+/* Issue 21 item 4: a reader blocked on its output holds no snapshot.
+ * In every callback of a list longer than a page, another connection's
+ * TRUNCATE checkpoint completes (busy = 0): the read transaction ended
+ * before the rows were handed out.  Every event comes, once, in order. */
+struct pin_check {
+	sqlite3	*other;
+	int	 n, pinned;
+	char	 last[32];
+};
+
+static int
+pin_cb(const struct inbox_event *e, void *arg)
+{
+	struct pin_check *pc = arg;
+	sqlite3_stmt *st = NULL;
+
+	ck_assert_int_lt(strcmp(pc->last, e->webhook_id), 0);
+	snprintf(pc->last, sizeof pc->last, "%s", e->webhook_id);
+	pc->n++;
+	if (pc->n % 97 != 1)
+		return 0;
+	ck_assert_int_eq(sqlite3_prepare_v2(pc->other,
+	    "PRAGMA wal_checkpoint(TRUNCATE)", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	if (sqlite3_column_int(st, 0) != 0)
+		pc->pinned++;
+	sqlite3_finalize(st);
+	return 0;
+}
+
+START_TEST(list_pins_no_snapshot)
+{
+	struct inbox_filter all;
+	struct pin_check pc;
+	char id[32];
+	int i;
+
+	for (i = 0; i < 600; i++) {
+		snprintf(id, sizeof id, "p%04d", i);
+		store(id, "t", AT("10:00:00"), NULL, NULL, NULL);
+	}
+	memset(&all, 0, sizeof all);
+	memset(&pc, 0, sizeof pc);
+	pc.other = raw_open(dbpath);
+	OK(inbox_list(ib, &all, 0, pin_cb, &pc, &err));
+	sqlite3_close(pc.other);
+	ck_assert_int_eq(pc.n, 600);
+	ck_assert_int_eq(pc.pinned, 0);
+	/* --limit across pages. */
+	all.limit = 300;
+	memset(&pc, 0, sizeof pc);
+	pc.other = raw_open(dbpath);
+	OK(inbox_list(ib, &all, 0, pin_cb, &pc, &err));
+	sqlite3_close(pc.other);
+	ck_assert_int_eq(pc.n, 300);
+}
+END_TEST
+
 static Suite *
 inbox_suite(void)
 {
@@ -2047,6 +2105,7 @@ inbox_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("list");
+	tcase_add_test(tc, list_pins_no_snapshot);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, list_filters);
 	tcase_add_test(tc, list_bodies_and_stop);
