@@ -334,9 +334,9 @@ static enum inbox_status
 moved(struct inbox *ib, struct buf *err)
 {
 	buf_reset(err);
-	(void)buf_printf(err, "%s: the database or its -wal file was replaced, "
-	    "moved, truncated or deleted while open; not acknowledging into it "
-	    "(reopening)", ib->path);
+	(void)buf_printf(err, "%s: the database or its -wal file was moved "
+	    "or deleted while open (or replaced or truncated in place); not "
+	    "acknowledging into it (reopening)", ib->path);
 	return INBOX_FAILED;
 }
 
