@@ -135,10 +135,16 @@ load_config(struct config *c, int all)
 	buf_init(&err, 64 * 1024);
 	/* check reports every error of the file in one pass. */
 	rc = all ? config_load_all(path, c, &err) : config_load(path, c, &err);
+	/* A broken config still names its log (config.h): the operator
+	 * reads the receiver's lines there too. */
+	if (rc == -1 && c->log != NULL)
+		log_open(c->log);
 	for (line = rc == -1 ? err.data : NULL; line != NULL; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
 		fprintf(stderr, "webhook-drain: %s\n", line);
+		if (log_is_file())
+			log_msg("config: %s", line);
 	}
 	buf_free(&err);
 	return rc;
@@ -399,6 +405,9 @@ run_problem(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "webhook-drain: %s\n", line);
+	/* DESIGN.md: both programs append to `log`. */
+	if (log_is_file())
+		log_msg("%s", line);
 }
 
 /* What run's hooks carry: the config, the digest and the run's history. */
@@ -407,6 +416,27 @@ struct run_ctx {
 	struct digest		 d;
 	struct runrec		 rec;
 };
+
+/* A failed or dead event's lines, which the digest summarises on stderr
+ * for cron's mail, go to `log` one by one too (DESIGN.md: both programs
+ * append there). */
+static void
+log_event(const struct drain_event *ev, int64_t max_attempts)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if ((f = open_memstream(&text, &len)) == NULL)
+		return;
+	present_drain_event(f, f, ev, max_attempts, 0);
+	fclose(f);
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		log_msg("%s", strncmp(line, "webhook-drain: ", 15) == 0 ?
+		    line + 15 : line);
+	free(text);
+}
 
 /* Every outcome goes to the digest, printed once at the end, and to the
  * run's history; -v keeps the per-event lines as they happen. */
@@ -419,6 +449,8 @@ run_event(void *arg, const struct drain_event *ev)
 	runrec_event(&rc->rec, ev, util_now_ns());
 	if (verbose)
 		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
+	if (log_is_file())
+		log_event(ev, rc->c->max_attempts);
 }
 
 /* After a run: its history, then the report and metrics when asked.  A
@@ -545,7 +577,7 @@ cmd_status(const struct config *c, struct opts *o)
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
-	    &at);
+	    c->retry_max_s, c->settle_s, &at);
 	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)
 		present_json(status_json_more(c, status_json(&r, &at), &r, &at));

@@ -77,7 +77,7 @@ struct inbox *
 drain_inbox_open(const struct config *c, struct buf *err)
 {
 	struct inbox_options o = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0 };
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0 };
 	struct inbox *ib = NULL;
 
 	if (inbox_open(c->database, &o, &ib, err) != INBOX_OK)
@@ -290,7 +290,7 @@ claim_loop(struct run *run, int64_t max_time_s, int64_t start)
 			break;
 		}
 		s = inbox_next_due(run->ib, &cur, util_now_ns(),
-		    run->c->settle_s * NS, &e, &err);
+		    run->c->settle_s * NS, run->c->retry_max_s * NS, &e, &err);
 		if (s == INBOX_NOT_FOUND)
 			break;
 		if (s != INBOX_OK || inbox_claim(run->ib, &e, util_now_ns(),

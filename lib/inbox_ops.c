@@ -220,7 +220,8 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	    "SELECT min(received_at), sum(failures > 0),"
 	    " min(CASE WHEN failures > 0 THEN received_at END),"
 	    " count(DISTINCT CASE WHEN failures > 0 AND object_id IS NOT NULL"
-	    " THEN object_type || ':' || object_id END)"
+	    " THEN object_type || ':' || object_id END),"
+	    " max(next_at), max(received_at)"
 	    " FROM events WHERE state = 'pending'", -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = sqlite3_step(st)) != SQLITE_ROW)
 		goto fail;
@@ -228,6 +229,8 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	r->waiting_retry = sqlite3_column_int64(st, 1);
 	ib_col_instant(st, 2, r->oldest_failing);
 	r->failing_objects = sqlite3_column_int64(st, 3);
+	ib_col_instant(st, 4, r->latest_next_at);
+	ib_col_instant(st, 5, r->newest_pending);
 	sqlite3_finalize(st);
 	/* events_finished, read from its end. */
 	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT finished_at FROM events"

@@ -19,10 +19,20 @@ older_than(const char *instant, int64_t now_ns, int64_t limit_s)
 	    now_ns - t > limit_s * NS;
 }
 
+/* Is `instant` (normalised; "" when none) more than limit_s after now? */
+static int
+later_than(const char *instant, int64_t now_ns, int64_t limit_s)
+{
+	int64_t t;
+
+	return instant[0] != '\0' && instant_to_ns(instant, &t) == 0 &&
+	    t - now_ns > limit_s * NS;
+}
+
 void
 status_attention(const struct inbox_status_report *r, int64_t now_ns,
     int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
-    struct status_attention *a)
+    int64_t retry_max_s, int64_t settle_s, struct status_attention *a)
 {
 	char ago[PRESENT_TIME_SIZE];
 
@@ -47,6 +57,14 @@ status_attention(const struct inbox_status_report *r, int64_t now_ns,
 		SAY("the last drainer run started %s (over --max-idle %llds): is "
 		    "cron running it?", present_relative(r->last_run_started,
 		    now_ns, ago), (long long)max_idle_s);
+	if (later_than(r->latest_next_at, now_ns, retry_max_s))
+		SAY("a retry is scheduled at %s, beyond retry_max from now: the "
+		    "clock stepped back? the drainer takes it as due now",
+		    r->latest_next_at);
+	if (later_than(r->newest_pending, now_ns, settle_s + 1))
+		SAY("an event was received at %s, in the future: the clock "
+		    "stepped back? the drainer takes it as due now",
+		    r->newest_pending);
 #undef SAY
 }
 

@@ -17,9 +17,9 @@
 
 #include "inbox.h"
 
-/* Attention lines at most: one per rule below (status_attention's four,
- * status_failing's two). */
-#define STATUS_ATTENTION_MAX	6
+/* Attention lines at most: one per rule below (status_attention's and
+ * status_failing's). */
+#define STATUS_ATTENTION_MAX	8
 /* Bytes of one line (with its NUL): a database path near PATH_MAX, named
  * twice by the lock rule, is cut rather than grow the report. */
 #define STATUS_LINE_SIZE	(PATH_MAX + 200)
@@ -34,11 +34,13 @@ struct status_attention {
  * pending event received more than max_pending_age_s ago; runs that found
  * the lock held since more than max_idle_s ago (naming database's lock
  * file), else no run recorded while events are pending, else a last run
- * started more than max_idle_s ago.  now_ns: ns since the epoch.
+ * started more than max_idle_s ago; then times from the future (the clock
+ * stepped back): a next attempt later than now + retry_max_s, an arrival
+ * later than now + settle_s (+ 1 s).  now_ns: ns since the epoch.
  */
 void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
 	    int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
-	    struct status_attention *a);
+	    int64_t retry_max_s, int64_t settle_s, struct status_attention *a);
 
 /*
  * Issue 18: failing is a state to see, within one run of the first

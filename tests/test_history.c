@@ -249,7 +249,7 @@ START_TEST(received_is_counted_at_admission)
 	ck_assert_int_eq(s.received, 0);	/* the receiver wrote nothing */
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
-	ck_assert_int_eq(inbox_next_due(ib, &cur, util_now_ns() + 3600 * SEC, 0,
+	ck_assert_int_eq(inbox_next_due(ib, &cur, util_now_ns() + 3600 * SEC, 0, 0,
 	    &e, &err), INBOX_OK);
 	inbox_event_free(&e);
 	ck_assert_int_eq(inbox_history_read(ib, INT64_MIN, sum_row, &s, &err),

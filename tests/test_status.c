@@ -29,7 +29,7 @@ healthy(struct inbox_status_report *r)
 static void
 attention(const struct inbox_status_report *r, struct status_attention *a)
 {
-	status_attention(r, NOW, 3600, 900, "/srv/inbox.db", a);
+	status_attention(r, NOW, 3600, 900, "/srv/inbox.db", 6 * 3600, 2, a);
 }
 
 START_TEST(healthy_needs_nothing)
@@ -96,6 +96,31 @@ START_TEST(each_rule_at_its_limit)
 	attention(&r, &a);
 	ck_assert_int_eq(a.n, 1);
 	ck_assert(contains(a.line[0], "over --max-idle 900s"));
+}
+END_TEST
+
+/* Issue 21 item 7: times from the future (the clock stepped back) need a
+ * human: a retry beyond retry_max from now, an arrival beyond settle. */
+START_TEST(times_from_the_future)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+
+	healthy(&r);
+	r.pending = 2;
+	ck_assert_int_eq(instant_format(NOW - 10 * SEC, r.oldest_pending), 0);
+	/* At the limits: fine. */
+	ck_assert_int_eq(instant_format(NOW + 6 * 3600 * SEC, r.latest_next_at), 0);
+	ck_assert_int_eq(instant_format(NOW + 3 * SEC, r.newest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 0);
+	/* Beyond: one line each. */
+	ck_assert_int_eq(instant_format(NOW + 24 * 3600 * SEC, r.latest_next_at), 0);
+	ck_assert_int_eq(instant_format(NOW + 23 * 3600 * SEC, r.newest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 2);
+	ck_assert_ptr_nonnull(strstr(a.line[0], "beyond retry_max"));
+	ck_assert_ptr_nonnull(strstr(a.line[1], "in the future"));
 }
 END_TEST
 
@@ -183,6 +208,7 @@ suite(void)
 
 	tcase_add_test(tc, healthy_needs_nothing);
 	tcase_add_test(tc, each_rule_at_its_limit);
+	tcase_add_test(tc, times_from_the_future);
 	tcase_add_test(tc, json_has_nulls_and_attention);
 	tcase_add_test(tc, failing_is_seen_within_one_run);
 	suite_add_tcase(s, tc);
