@@ -36,13 +36,16 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
-	   lib/sender.c lib/status.c
+	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c \
+	   lib/bulk.c \
+	   lib/history.c lib/inbox_history.c lib/runrec.c lib/report.c \
+	   lib/report_html.c lib/report_prom.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status
+	  test_sender test_status test_digest test_history
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
@@ -361,7 +364,7 @@ $(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
 
 # Every object that includes <curl/curl.h>: the source package's, first.
 $(SB)/lib/api.o $(SB)/lib/refetch.o $(SB)/lib/paging.o $(SB)/lib/setup_check.o \
-    $(SB)/lib/sender.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
+    $(SB)/lib/sender.o $(SB)/lib/ping.o $(SB)/lib/probe.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
 $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)

@@ -29,7 +29,8 @@ CREATE TABLE events (
     last_error        TEXT,                      -- why the last hand-out failed
     last_output       BLOB,                      -- tail of the handler's last output
     admitted          INTEGER NOT NULL DEFAULT 1 -- 0: not yet in events_object_pending (below)
-                      CHECK (admitted IN (0, 1))
+                      CHECK (admitted IN (0, 1)),
+    first_error       TEXT                       -- why its first hand-out failed (schema version 3)
 );
 
 -- Due events in hand-out order (drainer "Order").
@@ -82,4 +83,40 @@ CREATE TABLE cursors (
     name          TEXT PRIMARY KEY,  -- "sync:clients"
     updated_after TEXT,              -- as the API takes it; NULL: from the start
     page          TEXT               -- next_cursor within that query; NULL: first page
+) WITHOUT ROWID;
+
+-- @@ version 3 @@ (lib/inbox.c applies what follows as the migration from 2)
+-- History that retention does not erase (schema version 3; issue 19,
+-- lib/history.h).  Counters and histograms in fixed time buckets: 5
+-- minutes (width_s 300) for HISTORY_FINE_KEEP_S, then folded into days
+-- (width_s 86400).  Values only ever grow: reports and metrics read these
+-- sums, never COUNT(*) of rows that retention deletes.  `label` is an
+-- event type or an error class ('' for the total), `idx` a histogram
+-- bucket (0 for a counter; HISTORY_IDX_SUM and HISTORY_IDX_MAX hold a
+-- histogram's sum and max, ms).  The receiver never writes here:
+-- `received` is counted by the drainer as it admits rows (inbox_rules.c).
+CREATE TABLE history (
+    width_s  INTEGER NOT NULL,
+    bucket_s INTEGER NOT NULL,     -- bucket start, Unix s, a multiple of width_s
+    name     TEXT NOT NULL,
+    label    TEXT NOT NULL DEFAULT '',
+    idx      INTEGER NOT NULL DEFAULT 0,
+    n        INTEGER NOT NULL,
+    PRIMARY KEY (width_s, bucket_s, name, label, idx)
+) WITHOUT ROWID;
+
+-- One row per drainer run that ran (not the ones that found the lock
+-- held); kept HISTORY_RUNS_KEEP_S.
+CREATE TABLE runs (
+    started_at  TEXT PRIMARY KEY,
+    finished_at TEXT NOT NULL,
+    claimed     INTEGER NOT NULL,
+    done        INTEGER NOT NULL,
+    failed      INTEGER NOT NULL,
+    retried     INTEGER NOT NULL,
+    dead        INTEGER NOT NULL,
+    stale       INTEGER NOT NULL,
+    refetched   INTEGER NOT NULL,
+    budget_hit  INTEGER NOT NULL,  -- stopped by --max-time
+    result      TEXT NOT NULL      -- ok, failures, error
 ) WITHOUT ROWID;

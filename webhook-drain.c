@@ -1,15 +1,17 @@
 /*
  * webhook-drain: the drainer CLI (DESIGN.md "The drainer", contract).
  *
- *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS]
+ *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS] [--ping URL]
  *   webhook-drain status [--json] [--max-pending-age D] [--max-idle D]
+ *                        [--max-failing D]
  *   webhook-drain list [FILTERS] [--limit N] [--json]
  *   webhook-drain show ID [--body] [--json]
+ *   webhook-drain try ID
  *   webhook-drain requeue ID | requeue FILTERS [--yes]
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
  *   webhook-drain send URL [FILE] [--id ID]
- *   webhook-drain check [--document-root DIR]
+ *   webhook-drain check [--document-root DIR] [--handler] [--url URL]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
  *
@@ -18,8 +20,10 @@
  * (with lib/refetch.c), sync and recover lib/paging.c, check
  * lib/setup_check.c, send lib/sender.c, the ways of showing events
  * lib/present.c; the inbox, the handler and the lock live in lib/ too.
- * Exit codes: 0 success; 1 some event failed this run (or, for status,
- * something needs a human; for other commands, the inbox could not be
+ * Exit codes (README, one table per command): 0 success, also for a
+ * requeue/forget filter that matches nothing; 1 some event failed this
+ * run (or, for status, something needs a human; for try and check, the
+ * handler or a check failed; for other commands, the inbox could not be
  * worked); 2 usage or config error.
  */
 #include <errno.h>
@@ -35,14 +39,20 @@
 #include <sodium.h>
 
 #include "lib/api.h"
+#include "lib/bulk.h"
 #include "lib/config.h"
+#include "lib/digest.h"
 #include "lib/drain.h"
 #include "lib/inbox.h"
 #include "lib/paging.h"
 #include "lib/present.h"
+#include "lib/probe.h"
+#include "lib/report.h"
+#include "lib/runrec.h"
 #include "lib/sender.h"
 #include "lib/setup_check.h"
 #include "lib/status.h"
+#include "lib/trial.h"
 #include "lib/util.h"
 #include "lib/version.h"
 
@@ -59,12 +69,20 @@ usage(void)
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
-	    "  run [--max-time SECONDS]     process due events, then purge (silent on success)\n"
-	    "  status [--json] [--max-pending-age D] [--max-idle D]\n"
+	    "  run [--max-time SECONDS] [--ping URL] [--report DIR] [--metrics FILE]\n"
+	    "                               process due events, then purge (silent on\n"
+	    "                               success); --ping: POST URL (URL/fail on\n"
+	    "                               failure) after the run, for a monitor;\n"
+	    "                               --report/--metrics: refresh the report page\n"
+	    "  report [--out DIR] [--metrics FILE]\n"
+	    "                               DIR/index.html and DIR/metrics.prom (DIR: .)\n"
+	    "  status [--json] [--max-pending-age D] [--max-idle D] [--max-failing D]\n"
 	    "                               counts per state, oldest pending, last run;\n"
 	    "                               exits 1 when something needs a human\n"
 	    "  list [FILTERS] [--limit N] [--json]\n"
 	    "  show ID [--body] [--json]    one event (--body: the stored bytes only)\n"
+	    "  try ID                       run the handler on it now, as a run would;\n"
+	    "                               the inbox is not changed\n"
 	    "  requeue ID | FILTERS [--yes] make events due again (fresh retry budget)\n"
 	    "  forget ID | FILTERS [--yes]  delete records so a replay is accepted again\n"
 	    "  purge                        apply retention now\n"
@@ -72,12 +90,15 @@ usage(void)
 	    "                               POST FILE (or stdin; on a terminal, a test\n"
 	    "                               event; --size: one of N bytes) signed with\n"
 	    "                               the first whsec_ secret, as the provider would\n"
-	    "  check [--document-root DIR]  validate the setup as this user runs it\n"
+	    "  check [--document-root DIR] [--handler] [--url URL]\n"
+	    "                               validate the setup as this user runs it;\n"
+	    "                               --handler: run it on a test event\n"
+	    "                               (WEBHOOK_TEST=1); --url: probe the endpoint\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
 	    "                               the inbox lacks, then run\n"
-	    "FILTERS: --state S --type GLOB --object TYPE[:ID] --since T --until T\n"
+	    "FILTERS: --state S (pending, retrying, done, stale, dead) --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
 	    "config: -c FILE, else $WEBHOOK_CONF, else webhook.conf beside this program\n");
 }
@@ -85,10 +106,11 @@ usage(void)
 /* ---- config and inbox ---------------------------------------------------- */
 
 static int
-load_config(struct config *c)
+load_config(struct config *c, int all)
 {
 	static char beside[PATH_MAX];
 	const char *path = conf_arg;
+	char *line, *next;
 	struct buf err;
 	int rc;
 
@@ -110,10 +132,20 @@ load_config(struct config *c)
 		}
 		path = beside;
 	}
-	buf_init(&err, 4096);
-	rc = config_load(path, c, &err);
-	if (rc == -1)
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
+	buf_init(&err, 64 * 1024);
+	/* check reports every error of the file in one pass. */
+	rc = all ? config_load_all(path, c, &err) : config_load(path, c, &err);
+	/* A broken config still names its log (config.h): the operator
+	 * reads the receiver's lines there too. */
+	if (rc == -1 && c->log != NULL)
+		log_open(c->log);
+	for (line = rc == -1 ? err.data : NULL; line != NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		fprintf(stderr, "webhook-drain: %s\n", line);
+		if (log_is_file())
+			log_msg("config: %s", line);
+	}
 	buf_free(&err);
 	return rc;
 }
@@ -149,7 +181,8 @@ open_inbox(const struct config *c)
 enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
-	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE
+	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
+	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS
 };
 
 static const struct option long_opts[] = {
@@ -165,9 +198,16 @@ static const struct option long_opts[] = {
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "max-pending-age", required_argument, NULL, OPT_MAX_PENDING_AGE },
 	{ "max-idle", required_argument, NULL, OPT_MAX_IDLE },
+	{ "max-failing", required_argument, NULL, OPT_MAX_FAILING },
+	{ "ping", required_argument, NULL, OPT_PING },
+	{ "handler", no_argument, NULL, OPT_HANDLER },
+	{ "url", required_argument, NULL, OPT_URL },
 	{ "id", required_argument, NULL, OPT_ID },
 	{ "document-root", required_argument, NULL, OPT_DOCROOT },
 	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "out", required_argument, NULL, OPT_REPORT },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -175,11 +215,17 @@ struct opts {
 	struct inbox_filter	 filter;
 	int			 nfilters;
 	int			 json, yes, body;
+	int			 handler;	/* check --handler */
 	int64_t			 max_time;		/* seconds; 0 = none */
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
+	int64_t			 max_failing;		/* seconds */
 	const char		*id;
 	const char		*docroot;
+	const char		*ping;		/* run --ping URL */
+	const char		*url;		/* check --url URL */
+	const char		*report_dir;	/* run --report, report --out */
+	const char		*metrics;	/* --metrics FILE */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -196,9 +242,10 @@ parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
 	switch (ch) {
 	case OPT_STATE:
 		if (strcmp(arg, "pending") && strcmp(arg, "done") &&
-		    strcmp(arg, "stale") && strcmp(arg, "dead")) {
+		    strcmp(arg, "stale") && strcmp(arg, "dead") &&
+		    strcmp(arg, "retrying")) {
 			fprintf(stderr, "webhook-drain: --state: one of "
-			    "pending, done, stale, dead\n");
+			    "pending, retrying, done, stale, dead\n");
 			return -1;
 		}
 		o->filter.state = arg;
@@ -259,6 +306,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_BODY:
 		o->body = 1;
 		return 0;
+	case OPT_HANDLER:
+		o->handler = 1;
+		return 0;
 	case OPT_ID:
 		o->id = arg;
 		return 0;
@@ -272,9 +322,22 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_DOCROOT:
 		o->docroot = arg;
 		return 0;
+	case OPT_PING:
+		o->ping = arg;
+		return 0;
+	case OPT_URL:
+		o->url = arg;
+		return 0;
+	case OPT_REPORT:
+		o->report_dir = arg;
+		return 0;
+	case OPT_METRICS:
+		o->metrics = arg;
+		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
+	case OPT_MAX_FAILING:
 		if (util_parse_duration(arg, 3650LL * 86400, &v) == -1 || v < 1) {
 			fprintf(stderr, "webhook-drain: %s: not a duration\n", arg);
 			return -1;
@@ -283,6 +346,8 @@ parse_option(int ch, const char *arg, struct opts *o)
 			o->max_time = v;
 		else if (ch == OPT_MAX_PENDING_AGE)
 			o->max_pending_age = v;
+		else if (ch == OPT_MAX_FAILING)
+			o->max_failing = v;
 		else
 			o->max_idle = v;
 		return 0;
@@ -299,6 +364,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof *o);
 	o->max_pending_age = 3600;
 	o->max_idle = 15 * 60;
+	o->max_failing = 15 * 60;
 	/* 0, not 1: glibc then starts afresh after main's "+c:vh" scan and
 	 * takes options after positional arguments too (show ID --json). */
 	optind = 0;
@@ -339,21 +405,85 @@ run_problem(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "webhook-drain: %s\n", line);
+	/* DESIGN.md: both programs append to `log`. */
+	if (log_is_file())
+		log_msg("%s", line);
 }
 
+/* What run's hooks carry: the config, the digest and the run's history. */
+struct run_ctx {
+	const struct config	*c;
+	struct digest		 d;
+	struct runrec		 rec;
+};
+
+/* A failed or dead event's lines, which the digest summarises on stderr
+ * for cron's mail, go to `log` one by one too (DESIGN.md: both programs
+ * append there). */
+static void
+log_event(const struct drain_event *ev, int64_t max_attempts)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if ((f = open_memstream(&text, &len)) == NULL)
+		return;
+	present_drain_event(f, f, ev, max_attempts, 0);
+	fclose(f);
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		log_msg("%s", strncmp(line, "webhook-drain: ", 15) == 0 ?
+		    line + 15 : line);
+	free(text);
+}
+
+/* Every outcome goes to the digest, printed once at the end, and to the
+ * run's history; -v keeps the per-event lines as they happen. */
 static void
 run_event(void *arg, const struct drain_event *ev)
 {
-	const struct config *c = arg;
+	struct run_ctx *rc = arg;
 
-	present_drain_event(stdout, stderr, ev, c->max_attempts, verbose);
+	digest_add(&rc->d, ev);
+	runrec_event(&rc->rec, ev, util_now_ns());
+	if (verbose)
+		present_drain_event(stdout, stderr, ev, rc->c->max_attempts, 1);
+	if (log_is_file())
+		log_event(ev, rc->c->max_attempts);
+}
+
+/* After a run: its history, then the report and metrics when asked.  A
+ * failure is said (cron mails it) and makes the run's exit 1. */
+static int
+run_record(const struct config *c, struct opts *o, struct run_ctx *rc,
+    const struct drain_result *res)
+{
+	struct buf err;
+	int bad = 0;
+
+	buf_init(&err, 4096);
+	runrec_finish(&rc->rec, res, util_now_ns());
+	if (runrec_save(&rc->rec, c, &err) == -1) {
+		fprintf(stderr, "webhook-drain: history: %s\n", err.data);
+		bad = 1;
+	}
+	if ((o->report_dir != NULL || o->metrics != NULL) && report_refresh(c,
+	    o->report_dir, o->metrics, o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		bad = 1;
+	}
+	buf_free(&err);
+	return bad;
 }
 
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
-	struct drain_hooks h = { run_event, run_problem, (void *)c };
+	static struct run_ctx rx;	/* the digest is a few tens of KB */
+	struct drain_hooks h = { run_event, run_problem, &rx };
 	struct drain_result res;
+	int rc;
 
 	if (c->handler == NULL) {
 		fprintf(stderr, "webhook-drain: %s: handler: required for run\n",
@@ -366,7 +496,14 @@ cmd_run(const struct config *c, struct opts *o)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
 	}
-	switch (drain_run(c, o->max_time, &h, &res)) {
+	rx.c = c;
+	digest_init(&rx.d);
+	runrec_start(&rx.rec, util_now_ns());
+	rc = drain_run(c, o->max_time, &h, &res);
+	if (rc == DRAIN_RAN && run_record(c, o, &rx, &res))
+		res.broken = 1;
+	runrec_free(&rx.rec);
+	switch (rc) {
 	case DRAIN_LOCKED:	/* another run is working: nothing to say */
 		if (verbose)
 			printf("another run holds the lock (a run in progress, or a "
@@ -374,10 +511,12 @@ cmd_run(const struct config *c, struct opts *o)
 			    "handler left behind); nothing done\n");
 		return 0;
 	case DRAIN_NOT_STARTED:
+		digest_report(stderr, &rx.d, c, o->ping, NULL);
 		return EXIT_FAILED;
 	case DRAIN_RAN:
 		break;
 	}
+	digest_report(stderr, &rx.d, c, o->ping, &res);
 	if (verbose && res.max_time_reached)
 		printf("stopping: --max-time %lld s reached\n",
 		    (long long)o->max_time);
@@ -391,6 +530,32 @@ cmd_run(const struct config *c, struct opts *o)
 }
 
 /* ---- status, list, show -------------------------------------------------- */
+
+/* `status --json`: the report's fields (issue 19) added to j; on a
+ * failure to gather them, j as it was, and the reason on stderr. */
+static cJSON *
+status_json_more(const struct config *c, cJSON *j,
+    const struct inbox_status_report *st, const struct status_attention *at)
+{
+	struct report *rep;
+	struct inbox *ib;
+	struct buf err;
+
+	if (j == NULL || (rep = malloc(sizeof *rep)) == NULL)
+		return j;
+	buf_init(&err, 4096);
+	if ((ib = open_inbox(c)) != NULL) {
+		if (report_collect(ib, c->database, util_now_ns(), 0, st, rep,
+		    &err) == 0)
+			report_status_json(j, rep, at);
+		else
+			fprintf(stderr, "webhook-drain: %s\n", err.data);
+	}
+	inbox_close(ib);
+	buf_free(&err);
+	free(rep);
+	return j;
+}
 
 static int
 cmd_status(const struct config *c, struct opts *o)
@@ -412,38 +577,23 @@ cmd_status(const struct config *c, struct opts *o)
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
 	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
-	    &at);
+	    c->retry_max_s, c->settle_s, &at);
+	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)
-		present_json(status_json(&r, &at));
+		present_json(status_json_more(c, status_json(&r, &at), &r, &at));
 	else
 		status_print(stdout, &r, &at, now);
 	return at.n > 0 ? EXIT_FAILED : 0;
 }
 
-struct list_ctx {
-	int	json;
-	int64_t	now;
-	int64_t	n;
-};
-
-static int
-list_one(const struct inbox_event *e, void *arg)
-{
-	struct list_ctx *lc = arg;
-
-	lc->n++;
-	if (lc->json) {
-		present_json(present_event_json(e, 0));
-		return 0;
-	}
-	present_event_line(stdout, e, lc->now);
-	return 0;
-}
-
+/*
+ * list: on a terminal, a header and a bounded page (PRESENT_LIST_PAGE
+ * events unless --limit) with how many more; on a pipe, every event, as
+ * scripts have always had them.
+ */
 static int
 cmd_list(const struct config *c, struct opts *o)
 {
-	struct list_ctx lc = { o->json, util_now_ns(), 0 };
 	struct inbox *ib;
 	struct buf err;
 	int rc = 0;
@@ -455,7 +605,8 @@ cmd_list(const struct config *c, struct opts *o)
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_list(ib, &o->filter, 0, list_one, &lc, &err) != INBOX_OK) {
+	if (present_list(stdout, ib, &o->filter, o->json, !o->json &&
+	    isatty(STDOUT_FILENO), util_now_ns(), &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
 	}
@@ -465,46 +616,25 @@ cmd_list(const struct config *c, struct opts *o)
 }
 
 static int
-show_one(const struct inbox_event *e, void *arg)
-{
-	struct list_ctx *lc = arg;
-
-	lc->n++;
-	if (lc->json == 2) {	/* --body: the stored bytes, nothing else */
-		if (e->has_body && e->body.len > 0)
-			fwrite(e->body.data, 1, e->body.len, stdout);
-		return -1;
-	}
-	if (lc->json) {
-		present_json(present_event_json(e, 1));
-		return -1;
-	}
-	present_event_card(stdout, e, lc->now);
-	return -1;
-}
-
-static int
 cmd_show(const struct config *c, struct opts *o)
 {
-	struct list_ctx lc = { o->body ? 2 : o->json, util_now_ns(), 0 };
-	struct inbox_filter f;
 	struct inbox *ib;
 	struct buf err;
-	int rc = 0;
+	int rc = 0, found = 0;
 
 	if (o->nargs != 1) {
 		usage();
 		return EXIT_USAGE;
 	}
-	memset(&f, 0, sizeof f);
-	f.webhook_id = o->args[0];
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_list(ib, &f, 1, show_one, &lc, &err) != INBOX_OK) {
+	if (present_show(stdout, ib, o->args[0], o->body ? PRESENT_SHOW_BODY :
+	    o->json ? PRESENT_SHOW_JSON : PRESENT_SHOW_CARD, util_now_ns(),
+	    &found, &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
-	} else if (lc.n == 0) {
+	} else if (!found) {
 		fprintf(stderr, "webhook-drain: no event ");
 		present_text(stderr, o->args[0]);
 		fputc('\n', stderr);
@@ -515,13 +645,46 @@ cmd_show(const struct config *c, struct opts *o)
 	return rc;
 }
 
+/* ---- try ----------------------------------------------------------------- */
+
+/*
+ * try ID: the handler on one stored event, now, as a run would give it;
+ * nothing in the inbox changes.  Exit 0 when the handler succeeded, 1
+ * when it failed (or the event is not there), 2 usage or config.
+ */
+static int
+cmd_try(const struct config *c, struct opts *o)
+{
+	struct handler_result r;
+	struct trial_info info;
+	struct buf err;
+	enum trial_status st;
+
+	if (o->nargs != 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (c->handler == NULL) {
+		fprintf(stderr, "webhook-drain: %s: handler: required for try\n",
+		    c->path);
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c))
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	st = trial_event(c, o->args[0], &r, &info, &err);
+	trial_print(stdout, stderr, o->args[0], st, &r, &info, &err);
+	buf_free(&err);
+	return st == TRIAL_RAN && handler_ok(&r) ? 0 : EXIT_FAILED;
+}
+
 /* ---- requeue, forget, purge ---------------------------------------------- */
 
 static int
 cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 {
 	const char *verb = requeue ? "requeue" : "forget";
-	struct inbox *ib;
+	enum bulk_status st;
 	struct buf err;
 	int64_t n = 0, stale = 0;
 	int rc = 0;
@@ -539,49 +702,25 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		fprintf(stderr, "webhook-drain: requeue with filters needs --state\n");
 		return EXIT_USAGE;
 	}
-	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
+	if (!inbox_exists(c))
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	if (inbox_count(ib, &o->filter, &n, &err) != INBOX_OK ||
-	    (requeue && drain_count_stale(ib, &o->filter, &stale, &err) != 0)) {
+	st = bulk_apply(c, &o->filter, requeue, o->yes, &n, &stale, &err);
+	if (st == BULK_FAILED) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_FAILED;
-		goto out;
+	} else if (st == BULK_NONE) {
+		/* Nothing to do is no failure: exit 1 means "some event
+		 * failed" (DESIGN.md), and a script requeueing what is dead
+		 * finds nothing on a good day.  A named event that is not
+		 * there is another matter: the id is wrong. */
+		fprintf(stderr, "webhook-drain: no %s\n", o->filter.webhook_id ?
+		    "such event" : "matching event; nothing to do");
+		rc = o->filter.webhook_id ? EXIT_FAILED : 0;
+	} else {
+		bulk_print(stdout, requeue, o->yes, n, stale);
 	}
-	if (n == 0) {
-		fprintf(stderr, "webhook-drain: no matching event\n");
-		rc = EXIT_FAILED;
-		goto out;
-	}
-	if (!o->yes) {
-		printf("would %s %lld event%s", verb, (long long)n, n == 1 ? "" : "s");
-		if (stale)
-			printf(" (%lld older than what was already done for their "
-			    "object: they would be handed out anyway)",
-			    (long long)stale);
-		printf("; run again with --yes\n");
-		goto out;
-	}
-	if ((requeue ? inbox_requeue(ib, &o->filter, util_now_ns(), &n, &err) :
-	    inbox_forget(ib, &o->filter, &n, &err)) != INBOX_OK) {
-		fprintf(stderr, "webhook-drain: %s\n", err.data);
-		rc = EXIT_FAILED;
-		goto out;
-	}
-	printf("%s %lld event%s", requeue ? "requeued" : "forgot", (long long)n,
-	    n == 1 ? "" : "s");
-	if (requeue && stale)
-		printf("; %lld %s older than what was already done for %s object "
-		    "and will be handed out anyway (WEBHOOK_STALE=1)",
-		    (long long)stale, stale == 1 ? "is" : "are",
-		    stale == 1 ? "its" : "their");
-	if (!requeue)
-		printf("; a replay is now accepted as new, and handed out if it is "
-		    "still the newest for its object");
-	putchar('\n');
-out:
 	buf_free(&err);
-	inbox_close(ib);
 	return rc;
 }
 
@@ -618,9 +757,8 @@ static int
 send_body(struct opts *o, const char *id, struct buf *body)
 {
 	FILE *in = stdin;
-	char chunk[65536];
-	size_t n;
-	int rc = -1;
+	struct buf err;
+	int rc;
 
 	if (o->size > 0 || (o->nargs == 1 && isatty(STDIN_FILENO))) {
 		if (sender_sample_body(id, o->size, body) == 0)
@@ -633,21 +771,12 @@ send_body(struct opts *o, const char *id, struct buf *body)
 		fprintf(stderr, "webhook-drain: %s: %s\n", o->args[1], strerror(errno));
 		return -1;
 	}
-	while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
-		if (buf_append(body, chunk, n) == -1) {
-			fprintf(stderr, "webhook-drain: body larger than 64 MiB\n");
-			goto out;
-		}
-	/* A directory reads as nothing, and so does stdin under cron: an
-	 * empty event stored and acknowledged would test nothing. */
-	if (ferror(in) || body->len == 0) {
+	buf_init(&err, 256);
+	if ((rc = sender_read_body(in, body, &err)) == -1)
 		fprintf(stderr, "webhook-drain: %s: %s; nothing sent (send --size "
 		    "N URL sends a test event)\n", in == stdin ? "stdin" :
-		    o->args[1], ferror(in) ? strerror(errno) : "empty");
-		goto out;
-	}
-	rc = 0;
-out:
+		    o->args[1], err.data);
+	buf_free(&err);
 	if (in != stdin)
 		fclose(in);
 	return rc;
@@ -734,17 +863,36 @@ check_finding(void *arg, const char *level, const char *what, const char *text)
 }
 
 /*
- * check [--document-root DIR]: the setup as this user runs it, one finding
- * per line with how to fix it.  Exit 0 when nothing failed (warnings may
- * remain), 1 when something failed, 2 when the config does not load.
+ * check [--document-root DIR] [--handler] [--url URL]: the setup as this
+ * user runs it, one finding per line with how to fix it; --handler also
+ * runs the handler on a synthetic event (WEBHOOK_TEST=1), --url probes
+ * the endpoint end to end (lib/probe.h).  Exit 0 when nothing
+ * failed (warnings may remain), 1 when something failed, 2 when the
+ * config does not load.
  */
 static int
 cmd_check(const struct config *c, struct opts *o)
 {
 	struct setup_hooks h = { check_finding, run_problem, NULL };
 	struct setup_counts n;
+	struct handler_result r;
+	struct buf err;
 
 	setup_check(c, o->docroot, &h, &n);
+	if (o->url != NULL)
+		probe_url(c, o->url, &h, &n);
+	if (o->handler && c->handler != NULL) {
+		buf_init(&err, 4096);
+		printf("handler on a test event (WEBHOOK_TEST=1):\n");
+		if (trial_synthetic(c, &r, &err) == -1) {
+			printf("FAIL handler: could not start: %s\n", err.data);
+			n.fail++;
+		} else {
+			trial_print_result(stdout, &r);
+			n.fail += !handler_ok(&r);
+		}
+		buf_free(&err);
+	}
 	printf("%d failed, %d warnings\n", n.fail, n.warn);
 	return n.fail ? EXIT_FAILED : 0;
 }
@@ -895,6 +1043,29 @@ cmd_forget(const struct config *c, struct opts *o)
 	return cmd_requeue_forget(c, o, 0);
 }
 
+/* `report`: the page and the metrics, without a run (issue 19). */
+static int
+cmd_report(const struct config *c, struct opts *o)
+{
+	struct buf err;
+	int rc = 0;
+
+	if (o->nargs) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c))
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	if (report_refresh(c, o->report_dir ? o->report_dir : ".", o->metrics,
+	    o->max_idle, &err) == -1) {
+		fprintf(stderr, "webhook-drain: report: %s\n", err.data);
+		rc = EXIT_FAILED;
+	}
+	buf_free(&err);
+	return rc;
+}
+
 static int
 cmd_run_only(const struct config *c, struct opts *o)
 {
@@ -914,6 +1085,7 @@ static const struct command {
 	{ "status", cmd_status },
 	{ "list", cmd_list },
 	{ "show", cmd_show },
+	{ "try", cmd_try },
 	{ "requeue", cmd_requeue },
 	{ "forget", cmd_forget },
 	{ "purge", cmd_purge },
@@ -921,6 +1093,7 @@ static const struct command {
 	{ "check", cmd_check },
 	{ "sync", cmd_sync },
 	{ "recover", cmd_recover },
+	{ "report", cmd_report },
 };
 
 int
@@ -985,7 +1158,7 @@ main(int argc, char **argv)
 		free(o.object_buf);
 		return EXIT_USAGE;
 	}
-	if (load_config(&c) == -1) {
+	if (load_config(&c, cmd->fn == cmd_check) == -1) {
 		free(o.object_buf);
 		return EXIT_USAGE;
 	}

@@ -68,6 +68,7 @@ struct committer {
 	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
 	char		*path;
 	struct inbox_options wo;	/* the writer's, to reopen it */
+	struct inbox_options co;	/* the checkpointer's, likewise */
 };
 
 static void *
@@ -83,11 +84,24 @@ checkpointer_main(void *arg)
 		int frames = cm->wal_frames;
 
 		pthread_mutex_unlock(&cm->mu);
+		/* The inbox replaced or truncated under us (one stat a second):
+		 * a connection still open on the old files would keep the new
+		 * inbox from being set up (WAL mode needs every other
+		 * connection gone), so reopen at the path; the writer closed
+		 * its own when its batch failed. */
+		if (cm->checkpointer != NULL && !ib_same_files(cm->checkpointer)) {
+			inbox_close(cm->checkpointer);
+			cm->checkpointer = NULL;
+		}
+		if (cm->checkpointer == NULL &&
+		    inbox_open(cm->path, &cm->co, &cm->checkpointer, &err) != INBOX_OK)
+			log_msg("inbox: checkpointer: %s", err.data);
 		/* Usually a look at the shared page and nothing more; whichever
 		 * receiver process is writing takes the turn when one is due
 		 * (inbox_wal_checkpoint_turn: one at a time, SQLite's WAL-reset
 		 * race). */
-		if (inbox_wal_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
+		if (cm->checkpointer != NULL &&
+		    inbox_wal_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
 			log_msg("inbox: %s", err.data);
 		pthread_mutex_lock(&cm->mu);
 		if (cm->ckpt_stop)
@@ -125,6 +139,7 @@ committer_open(const char *path, const struct inbox_options *o,
 	cm->wo = wo;
 	co.group_commit = 0;
 	co.synchronous = INBOX_SYNC_FULL;
+	cm->co = co;
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
 		goto fail;
 	/* Without group commit (synchronous=NORMAL) the writer checkpoints
@@ -186,9 +201,16 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 	 * connection at the configured path before anything else. */
 	s = INBOX_OK;
 	if (cm->broken) {
+		/* The reopen waits for locks no longer than the batch may. */
+		struct inbox_options wo = cm->wo;
+
+		for (i = 0; i < n; i++)
+			if (d[i].deadline != 0 && (wo.deadline == 0 ||
+			    d[i].deadline < wo.deadline))
+				wo.deadline = d[i].deadline;
 		inbox_close(cm->writer);
 		cm->writer = NULL;
-		if ((s = inbox_open(cm->path, &cm->wo, &cm->writer, batch->err)) ==
+		if ((s = inbox_open(cm->path, &wo, &cm->writer, batch->err)) ==
 		    INBOX_OK)
 			cm->broken = 0;
 		else
@@ -200,8 +222,13 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 	/* Any failed batch, busy included: the next leader starts from a
 	 * fresh connection, whatever state this one was left in (a connection
 	 * stuck in a transaction would otherwise fail every batch after). */
-	if (s != INBOX_OK)
+	if (s != INBOX_OK) {
 		cm->broken = 1;		/* only the leader reads or writes it */
+		/* Closed now, not at the next batch: an open connection on
+		 * replaced files would block the new inbox's setup. */
+		inbox_close(cm->writer);
+		cm->writer = NULL;
+	}
 	for (i = 0, p = batch; i < n; i++, p = p->next) {
 		if (s != INBOX_OK) {
 			p->status = s;

@@ -133,6 +133,8 @@ struct parse {
 	int		 line;		/* the line being read, from 1 */
 	int		 failed;
 	int		 fail_line;	/* the line of the first error */
+	struct buf	*all;		/* config_load_all: every error after
+					 * the first, one line each; else NULL */
 	unsigned char	 seen[NKEYS];	/* 1: the key was given */
 };
 
@@ -190,18 +192,25 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 	char what[256], name[40];
 	va_list ap;
 
-	if (p->failed)
+	struct buf *to = p->err;
+
+	if (p->failed && p->all == NULL)
 		return -1;
-	p->failed = 1;
-	p->fail_line = p->line;
+	if (p->failed) {	/* config_load_all: the next line of the report */
+		to = p->all;
+		(void)buf_printf(to, "\n");
+	} else {
+		p->failed = 1;
+		p->fail_line = p->line;
+		buf_reset(p->err);
+	}
 	va_start(ap, fmt);
 	(void)vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	buf_reset(p->err);
 	if (key == NULL)
-		(void)buf_printf(p->err, "%s:%d: %s", p->path, p->line, what);
+		(void)buf_printf(to, "%s:%d: %s", p->path, p->line, what);
 	else
-		(void)buf_printf(p->err, "%s:%d: %s: %s", p->path, p->line,
+		(void)buf_printf(to, "%s:%d: %s: %s", p->path, p->line,
 		    !key_like(key) ? "(a line that is not key = value)" :
 		    !known_or_near(key) ? "(a word that is not a key)" :
 		    util_escape(key, strlen(key), name, sizeof name), what);
@@ -334,6 +343,13 @@ add_secret(struct parse *p, const struct key *k, const char *v)
 	if (*n == (size_t)k->max)
 		return fail(p, k->name, "more than %lld %s", (long long)k->max,
 		    k->text);
+	/* The two commonest pastes get their name, not "not base64". */
+	if (*v == '"' || *v == '\'')
+		return fail(p, k->name, "in quotes: values are written without "
+		    "them (secret = whsec_...)");
+	if (strstr(v, "REPLACE_WITH") != NULL)
+		return fail(p, k->name, "still the example's placeholder: paste "
+		    "the endpoint secret from the provider's dashboard");
 	if (signature_key_parse(v, &list[*n], &why) == -1)
 		return fail(p, k->name, "%s", why);
 	(*n)++;
@@ -479,8 +495,11 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	return set_key(p, name, value != NULL ? value : "") == 0;
 }
 
-int
-config_load(const char *path, struct config *c, struct buf *err)
+static int parse_text(const char *, const char *, size_t, struct config *,
+	    struct buf *, struct buf *);
+
+static int
+load(const char *path, struct config *c, struct buf *err, struct buf *all)
 {
 	char *text;
 	size_t len = 0;
@@ -498,7 +517,7 @@ config_load(const char *path, struct config *c, struct buf *err)
 			    "contains a NUL byte" : strerror(errno));
 		return -1;
 	}
-	rc = config_load_text(path, text, len, c, err);
+	rc = parse_text(path, text, len, c, err, all);
 	sodium_memzero(text, len);	/* it held secrets */
 	free(text);
 	return rc;
@@ -507,6 +526,15 @@ config_load(const char *path, struct config *c, struct buf *err)
 int
 config_load_text(const char *path, const char *text, size_t len,
     struct config *c, struct buf *err)
+{
+	return parse_text(path, text, len, c, err, NULL);
+}
+
+/* config_load_text, with every error after the first appended to `all`
+ * when it is not NULL (config_load_all). */
+static int
+parse_text(const char *path, const char *text, size_t len,
+    struct config *c, struct buf *err, struct buf *all)
 {
 	struct parse p;
 	struct reader rd;
@@ -525,6 +553,7 @@ config_load_text(const char *path, const char *text, size_t len,
 	p.c = c;
 	p.path = path;
 	p.err = err;
+	p.all = all;
 	buf_reset(err);
 
 	if ((c->path = strdup(path)) == NULL) {
@@ -567,15 +596,20 @@ config_load_text(const char *path, const char *text, size_t len,
 		(void)buf_printf(err, "%s:%d: not a key = value line", path, line);
 		goto out;
 	}
-	if (p.failed)
+	if (p.failed && all == NULL)
 		goto out;
 	for (k = keys; k < keys + NKEYS; k++)
 		if ((k->flags & REQUIRED) && p.seen[k - keys] == 0) {
-			(void)buf_printf(err, "%s: %s: required%s", path, k->name,
+			(void)buf_printf(p.failed ? all : err, "%s%s: %s: required%s",
+			    p.failed ? "\n" : "", path, k->name,
 			    k->kind == K_SECRET ? " (at least one whsec_… or "
 			    "whpk_…)" : "");
-			goto out;
+			p.failed = 1;
+			if (all == NULL)
+				goto out;
 		}
+	if (p.failed)
+		goto out;
 	rc = 0;
 out:
 	if (rc == -1) {
@@ -586,6 +620,26 @@ out:
 		config_free(c);
 		c->log = log;
 	}
+	return rc;
+}
+
+int
+config_load(const char *path, struct config *c, struct buf *err)
+{
+	return load(path, c, err, NULL);
+}
+
+int
+config_load_all(const char *path, struct config *c, struct buf *err)
+{
+	struct buf more;
+	int rc;
+
+	buf_init(&more, 64 * 1024);
+	if ((rc = load(path, c, err, &more)) == -1 && more.len > 0 &&
+	    buf_append(err, more.data, more.len) == -1)
+		(void)buf_printf(err, "\n(more errors)");
+	buf_free(&more);
 	return rc;
 }
 

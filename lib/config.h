@@ -110,6 +110,13 @@ int	config_load(const char *path, struct config *c, struct buf *err)
 int	config_load_text(const char *path, const char *text, size_t len,
 	    struct config *c, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/* As config_load, but on failure err holds every error of the file, one
+ * "file:line: key: what" line each, in file order (`check`: one pass
+ * reports them all, issue 18), then the required keys that are missing. */
+int	config_load_all(const char *path, struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
+
 /* Release everything, wiping secrets.  Accepts a zeroed or freed config. */
 void	config_free(struct config *c);
 

@@ -77,7 +77,7 @@ struct inbox *
 drain_inbox_open(const struct config *c, struct buf *err)
 {
 	struct inbox_options o = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0 };
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0 };
 	struct inbox *ib = NULL;
 
 	if (inbox_open(c->database, &o, &ib, err) != INBOX_OK)
@@ -128,9 +128,8 @@ drain_count_stale(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
 	return 0;
 }
 
-/* The handler's environment (DESIGN.md "Handler"); env has room for 16. */
-static size_t
-handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,
+size_t
+drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,
     const char *attempt, struct handler_env *env)
 {
 	size_t n = 0;
@@ -242,7 +241,7 @@ hand_out(struct run *run, struct inbox_event *e, int stale)
 	    &retry_after_s, &why, &alarm);
 	if (alarm.len > 0)
 		say(run->h, "%s", alarm.data);
-	nenv = handler_env(e, stale, rf, attempt, env);
+	nenv = drain_handler_env(e, stale, rf, attempt, env);
 	if (rf == REFETCH_STALE) {
 		if (inbox_finish_stale(run->ib, e, util_now_ns(), &err) != INBOX_OK) {
 			say(run->h, "%s: %s", idesc, err.data);
@@ -291,7 +290,7 @@ claim_loop(struct run *run, int64_t max_time_s, int64_t start)
 			break;
 		}
 		s = inbox_next_due(run->ib, &cur, util_now_ns(),
-		    run->c->settle_s * NS, &e, &err);
+		    run->c->settle_s * NS, run->c->retry_max_s * NS, &e, &err);
 		if (s == INBOX_NOT_FOUND)
 			break;
 		if (s != INBOX_OK || inbox_claim(run->ib, &e, util_now_ns(),

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "handler.h"
 #include "inbox.h"
+#include "refetch.h"
 #include "util.h"
 
 /* Bounds of the retry jitter, per mille of the backoff: a burst of
@@ -90,6 +91,19 @@ enum drain_status drain_run(const struct config *c, int64_t max_time_s,
  * in [DRAIN_JITTER_MIN, DRAIN_JITTER_MIN + DRAIN_JITTER_SPAN) per mille.
  */
 int64_t	drain_retry_delay(const struct config *c, int64_t failures);
+
+/* Room a handler's environment needs in drain_handler_env's env. */
+#define DRAIN_HANDLER_ENV_MAX	16
+
+/*
+ * The handler's environment for event e (DESIGN.md "Handler"): the
+ * WEBHOOK_* variables, WEBHOOK_STALE when stale, what refetch rf decided,
+ * WEBHOOK_ATTEMPT = attempt (text); the API token removed.  Values point
+ * into e and attempt.  Fills env (DRAIN_HANDLER_ENV_MAX) and returns how
+ * many it set.  One function, so `try` gives exactly what a run gives.
+ */
+size_t	drain_handler_env(const struct inbox_event *e, int stale,
+	    enum refetch_result rf, const char *attempt, struct handler_env *env);
 
 /*
  * How many of the events f matches are older than what was already done

@@ -15,12 +15,55 @@ event_is_relay(const char *webhook_id)
 	return strncmp(webhook_id, "in_", 3) == 0;
 }
 
+/*
+ * Member `name` of `obj`, the LAST one when the key repeats: PHP's
+ * json_decode, Python's json and JavaScript's JSON.parse all keep the last
+ * duplicate, and the handler reads the body with one of those, so order
+ * and staleness must be decided on the values it will see.  (cJSON's own
+ * lookup returns the first.)  NULL when absent.
+ */
+static const cJSON *
+member(const cJSON *obj, const char *name)
+{
+	const cJSON *it, *found = NULL;
+
+	cJSON_ArrayForEach(it, obj)
+		if (it->string != NULL && strcmp(it->string, name) == 0)
+			found = it;
+	return found;
+}
+
+/*
+ * Does the JSON text hold an escaped NUL (a backslash-u-0000 escape)
+ * inside a string?  cJSON decodes it into its NUL-terminated strings, so
+ * a value (or a key) would be cut short there: "a\u0000x" and "a" would
+ * become one object.  The escape counts only after an odd run of
+ * backslashes (an even run is literal backslashes followed by text).
+ */
+static int
+has_escaped_nul(const char *s, size_t len)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			run++;
+			continue;
+		}
+		if (run % 2 == 1 && s[i] == 'u' && len - i >= 5 &&
+		    memcmp(s + i + 1, "0000", 4) == 0)
+			return 1;
+		run = 0;
+	}
+	return 0;
+}
+
 /* A bounded copy of a JSON string member, or NULL (noting why). */
 static char *
 string_field(const cJSON *obj, const char *name, struct event_fields *f,
     int *oom)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+	const cJSON *it = member(obj, name);
 	char *s;
 
 	if (!cJSON_IsString(it) || it->valuestring == NULL)
@@ -39,7 +82,7 @@ static void
 instant_field(const cJSON *obj, const char *name, char out[INSTANT_SIZE],
     struct event_fields *f, const char *bad)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+	const cJSON *it = member(obj, name);
 
 	out[0] = '\0';
 	if (it == NULL || cJSON_IsNull(it))
@@ -72,6 +115,13 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 	/* cJSON stops at a NUL byte; such a body is simply not JSON to us. */
 	if (memchr(body, '\0', len) != NULL)
 		return 0;
+	/* Better no fields than cut ones: an object key cut at a NUL could
+	 * collide with another object's. */
+	if (has_escaped_nul(body, len)) {
+		f->note = "body has a \\u0000 escape; stored without fields, "
+		    "no event clock, no object key";
+		return 0;
+	}
 	/* cJSON stops after the first value; a body with more after it (two
 	 * objects, trailing garbage) is not JSON, so nothing is extracted. */
 	if ((root = cJSON_ParseWithLengthOpts(body, len, &end, 0)) == NULL ||
@@ -86,11 +136,11 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 	instant_field(root, "createdAt", f->created_at, f,
 	    "createdAt is not an ISO-8601 instant; no event clock");
 
-	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	data = member(root, "data");
 	if (!cJSON_IsObject(data))
 		goto out;
 	f->object_type = string_field(data, "object", f, &oom);
-	id = cJSON_GetObjectItemCaseSensitive(data, "id");
+	id = member(data, "id");
 	if (cJSON_IsString(id)) {
 		f->object_id = string_field(data, "id", f, &oom);
 	} else if (cJSON_IsNumber(id)) {
@@ -109,8 +159,7 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 	}
 	instant_field(data, "updated_at", f->updated_at, f,
 	    "data.updated_at is not an ISO-8601 instant; no object version");
-	f->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(data,
-	    "object_truncated"));
+	f->truncated = cJSON_IsTrue(member(data, "object_truncated"));
 	/* An object key needs both halves. */
 	if (f->object_type == NULL || f->object_id == NULL) {
 		free(f->object_type);

@@ -10,6 +10,7 @@
  * SQLITE_BUSY when another connection wrote meanwhile), hot statements
  * prepared once per connection.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	2
+#define SCHEMA_VERSION	3
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -43,6 +44,15 @@ static const char migrate_v2[] =
     "    WHERE state = 'pending' AND object_id IS NOT NULL AND admitted = 1;"
     "CREATE INDEX events_unadmitted ON events (admitted) WHERE admitted = 0;"
     "PRAGMA user_version = 2";
+
+/*
+ * Version 2 to 3: the history tables (issue 19).  They are the tail of
+ * schema.sql from this marker on, applied as they are, so a migrated inbox
+ * has the same schema as a new one by construction; before them,
+ * events.first_error (NULL for rows failed before).  Only the drainer
+ * writes either; a version-2 receiver still running is unaffected.
+ */
+#define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
@@ -159,10 +169,17 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 2")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 3")) != SQLITE_OK)
 			goto fail;
-	} else if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK) {
-		goto fail;
+	} else if (version < SCHEMA_VERSION) {
+		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
+			goto fail;
+		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
+		    " TEXT")) != SQLITE_OK ||
+		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
+		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
+		    SQLITE_OK)
+			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)
 		goto fail;
@@ -230,15 +247,25 @@ prepare_hot(struct inbox *ib)
 }
 
 enum inbox_status
-inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
+inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
 {
 	struct inbox *ib;
 	enum inbox_status s = INBOX_FAILED;
+	char path[PATH_MAX];
 	const char *vfs;
 	int rc;
 
 	*out = NULL;
+	/* The file the document-root guard and `check` judged
+	 * (util_path_inside), not SQLite's own reading of `..`. */
+	if (util_path_resolve(given, path) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: cannot resolve the path (%s): its "
+		    "directory must exist, named without a missing directory "
+		    "before a \"..\"", given, strerror(errno));
+		return INBOX_FAILED;
+	}
 	if ((ib = calloc(1, sizeof *ib)) == NULL ||
 	    (ib->path = strdup(path)) == NULL) {
 		free(ib);
@@ -247,6 +274,7 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		return INBOX_FAILED;
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	ib->busy_deadline = o->deadline;	/* for the open only (below) */
 	create_shared(path);
 	vfs = ib_wal_vfs(ib, path, o, err);
 	rc = sqlite3_open_v2(path, &ib->db, SQLITE_OPEN_READWRITE |
@@ -274,6 +302,7 @@ inbox_open(const char *path, const struct inbox_options *o, struct inbox **out,
 		goto out;
 	}
 	ib_note_files(ib, path);
+	ib->busy_deadline = 0;
 	*out = ib;
 	return INBOX_OK;
 out:
@@ -315,8 +344,20 @@ ib_bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
 }
 
-enum inbox_status
-inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+/* The answer when the files at the path are no longer the ones this
+ * connection writes (ib_same_files). */
+static enum inbox_status
+moved(struct inbox *ib, struct buf *err)
+{
+	buf_reset(err);
+	(void)buf_printf(err, "%s: the database or its -wal file was moved "
+	    "or deleted while open (or replaced or truncated in place); not "
+	    "acknowledging into it (reopening)", ib->path);
+	return INBOX_FAILED;
+}
+
+static enum inbox_status
+store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
 	int rc, changed = 0;
 
@@ -336,6 +377,10 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
 	    (rc = ib_commit(ib)) != SQLITE_OK)
 		return ib_txn_fail(ib, NULL, err, "storing the event", rc);
+	/* Never a 200 into a file that no longer holds the inbox (replaced,
+	 * deleted, truncated in place): the caller reopens. */
+	if (!ib_same_files(ib))
+		return moved(ib, err);
 	if (wal.st_ino != 0 && ib->synchronous_full && !walsync_wal_is_named(ib->role,
 	    (uint64_t)wal.st_dev, (uint64_t)wal.st_ino))
 		walsync_wal_named(ib->role, (uint64_t)wal.st_dev,
@@ -344,6 +389,17 @@ inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	if (ib->group_commit && (rc = ib_make_durable(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "syncing the WAL", rc);
 	return changed == 1 ? INBOX_OK : INBOX_DUPLICATE;
+}
+
+enum inbox_status
+inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+{
+	enum inbox_status s;
+
+	ib->busy_deadline = d->deadline;
+	s = store_one(ib, d, err);
+	ib->busy_deadline = 0;
+	return s;
 }
 
 void
@@ -501,8 +557,8 @@ set_cursor(struct inbox *ib, const struct inbox_batch *b)
 	return rc;
 }
 
-enum inbox_status
-inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
+static enum inbox_status
+store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 {
 	size_t i;
 	int rc, changed;
@@ -523,17 +579,30 @@ inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 		goto fail;
 	if (ib->group_commit && (rc = ib_make_durable(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "syncing the WAL", rc);
-	if (ib->group_commit && !ib_same_files(ib)) {
-		buf_reset(err);
-		(void)buf_printf(err, "%s: the database or its -wal file was moved "
-		    "or deleted while open; not acknowledging into it (reopening)",
-		    ib->path);
-		return INBOX_FAILED;
-	}
+	if (!ib_same_files(ib))
+		return moved(ib, err);
 	return INBOX_OK;
 fail:
 	b->stored = 0;
 	return ib_txn_fail(ib, NULL, err, "storing a batch", rc);
+}
+
+/* The batch waits for the lock no longer than its most pressed delivery
+ * may: the requests queued behind it then still have their own time. */
+enum inbox_status
+inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
+{
+	enum inbox_status s;
+	size_t i;
+
+	ib->busy_deadline = 0;
+	for (i = 0; i < b->n; i++)
+		if (b->d[i].deadline != 0 && (ib->busy_deadline == 0 ||
+		    b->d[i].deadline < ib->busy_deadline))
+			ib->busy_deadline = b->d[i].deadline;
+	s = store_batch(ib, b, err);
+	ib->busy_deadline = 0;
+	return s;
 }
 
 enum inbox_status

@@ -59,6 +59,13 @@ struct inbox_options {
 	 * docs/durability.md for what that is in the SQLite implementation.
 	 */
 	int			short_lived;
+	/*
+	 * Monotonic ns (util_mono_ns) after which inbox_open waits no longer
+	 * for a lock, whatever busy_timeout_ms allows (0: no such limit): a
+	 * receiver reopening for a request bounds the open by the request's
+	 * deadline.  Only the open: stores take theirs from the delivery.
+	 */
+	int64_t			deadline;
 };
 
 /* Outcome of a call that may meet a busy or broken database. */
@@ -71,7 +78,9 @@ enum inbox_status {
 };
 
 /*
- * Open (creating if needed) the inbox at `path`, with the options' commit
+ * Open (creating if needed) the inbox at `path` as util_path_resolve
+ * resolves it (the file the document-root guard judged; a path whose
+ * directory does not resolve is refused), with the options' commit
  * durability, waiting up to busy_timeout_ms for the write lock (in short
  * steps), the schema applied to a new inbox and an older one migrated.
  * Returns INBOX_OK and *out (close with inbox_close), or another status
@@ -105,17 +114,28 @@ struct inbox_delivery {
 	const void		*body;		/* exact bytes */
 	size_t			 body_len;
 	const struct event_fields *fields;	/* extracted at receive time */
+	/*
+	 * Monotonic ns (util_mono_ns) after which the store waits no longer
+	 * for the write lock (INBOX_BUSY), whatever busy_timeout_ms allows:
+	 * the request's own deadline, so that every answer leaves in time
+	 * (docs/caps.md, RECEIVE_DEADLINE_S).  0: busy_timeout_ms alone.
+	 */
+	int64_t			 deadline;
 };
 
 /*
  * Store a delivery under its webhook-id in one transaction; a webhook-id
- * already there is left as it is.
+ * already there is left as it is.  The wait for the write lock ends at
+ * busy_timeout_ms or at d->deadline, whichever comes first.
  * INBOX_OK: new and committed (durable per the synchronous level);
  * INBOX_DUPLICATE: already there, nothing written (with group commit it is
  * made durable first, since the first copy may not be yet); INBOX_BUSY / INBOX_FAILED:
  * nothing written, reason in err.  After INBOX_FAILED the caller should
  * close and reopen the inbox before the next call.
  */
+/* Before it answers, a store checks that the path still names the files
+ * it wrote (not replaced, moved, truncated or deleted meanwhile): else
+ * INBOX_FAILED, saying so. */
 enum inbox_status inbox_store(struct inbox *ib, const struct inbox_delivery *d,
 	    struct buf *err) __attribute__((warn_unused_result));
 
@@ -161,6 +181,10 @@ void	inbox_event_free(struct inbox_event *e);	/* then reusable */
  * arrival).  An event is due when pending, next_at ≤ now, received at
  * least `settle_ns` ago (unless requeued), and no pending event of its own
  * object sorts before it (DESIGN.md "Per-object order under failure").
+ * Times from the future are due too (the clock stepped back, or ahead and
+ * back: an NTP step, a restored VM): a next attempt later than now +
+ * `future_ns` (retry_max: no backoff schedules one that far; 0: no such
+ * rule), or an arrival later than now + settle_ns.
  * Call inbox_next_due repeatedly with the same cursor: INBOX_OK fills *e,
  * INBOX_NOT_FOUND means none left; BUSY/FAILED as usual.
  */
@@ -171,8 +195,9 @@ struct inbox_cursor {
 	int	started;
 };
 enum inbox_status inbox_next_due(struct inbox *ib, struct inbox_cursor *cur,
-	    int64_t now_ns, int64_t settle_ns, struct inbox_event *e,
-	    struct buf *err) __attribute__((warn_unused_result));
+	    int64_t now_ns, int64_t settle_ns, int64_t future_ns,
+	    struct inbox_event *e, struct buf *err)
+	    __attribute__((warn_unused_result));
 
 /* What inbox_claim decided. */
 enum inbox_claim {
@@ -239,7 +264,8 @@ struct inbox_batch {
 };
 
 /*
- * Store a batch (above).  Returns INBOX_OK, or BUSY/FAILED with the reason
+ * Store a batch (above), waiting for the write lock until busy_timeout_ms
+ * or the earliest d[i].deadline, whichever comes first.  Returns INBOX_OK, or BUSY/FAILED with the reason
  * in err: then nothing was stored, stored is 0 and the cursor did not
  * move.  After INBOX_FAILED the caller should close and reopen the inbox.
  */
@@ -254,7 +280,9 @@ enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
 /* Which events an operator command applies to (NULL/"" = any). */
 struct inbox_filter {
 	const char	*webhook_id;	/* exact id */
-	const char	*state;
+	const char	*state;		/* a state, or "retrying": pending
+					 * events that failed and wait for
+					 * their next attempt */
 	const char	*type_glob;	/* shell-style pattern (*, ?, [...]),
 					 * case-sensitive, e.g. "payment.*" */
 	const char	*object_type;
@@ -309,12 +337,22 @@ struct inbox_status_report {
 	int64_t	pending, done, stale, dead;
 	int64_t	waiting_retry;		/* pending with failures > 0 */
 	int64_t	blocked;		/* pending behind an earlier one of its object */
+	int64_t	failing_objects;	/* objects with an event waiting_retry */
+	char	oldest_failing[INSTANT_SIZE];	/* received_at of the oldest
+						 * waiting_retry; "" when none */
+	char	last_done[INSTANT_SIZE];	/* newest finished_at of a done
+						 * event; "" when none */
 	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */
 	char	last_run_started[INSTANT_SIZE];	/* "" when never */
 	char	last_run_finished[INSTANT_SIZE];
 	char	last_run_outcome[64];
 	char	lock_busy_since[INSTANT_SIZE];	/* runs found the lock held
 						 * since then; "" when not */
+	/* Pending events' latest next attempt and latest arrival ("" when
+	 * none): in the future beyond retry_max or settle, the clock stepped
+	 * back (status says so; the drainer takes them as due). */
+	char	latest_next_at[INSTANT_SIZE];
+	char	newest_pending[INSTANT_SIZE];
 };
 enum inbox_status inbox_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err)
@@ -338,5 +376,79 @@ enum inbox_status inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy,
 enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,
 	    const char *outcome, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/* ---- history (issue 19; lib/history.h, lib/inbox_history.c) ------------- */
+
+/* A drainer run as `runs` keeps it.  result: "ok", "failures", "error". */
+struct inbox_run_record {
+	int64_t		 started_ns, finished_ns;
+	int64_t		 claimed, done, failed, retried, dead, stale, refetched;
+	int		 budget_hit;	/* stopped by --max-time */
+	char		 result[16];
+};
+
+/*
+ * At the end of a run, in one transaction: add the run's increments (n
+ * deltas, fine buckets; a HISTORY_IDX_MAX delta keeps the larger value),
+ * record the run (NULL: none), fold fine buckets older than
+ * HISTORY_FINE_KEEP_S before now into days, and drop runs older than
+ * HISTORY_RUNS_KEEP_S.  Sums are preserved by the fold: totals only grow.
+ */
+struct history_delta;
+enum inbox_status inbox_history_add(struct inbox *ib,
+	    const struct history_delta *d, size_t n,
+	    const struct inbox_run_record *run, int64_t now_ns, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* One stored history row; strings live only for the callback. */
+struct inbox_history_row {
+	int64_t		 width_s, bucket_s;
+	const char	*name, *label;
+	int		 idx;
+	int64_t		 n;
+};
+/* Every row whose bucket starts at or after since_s (INT64_MIN: all),
+ * oldest first.  fn returns 0 to go on, -1 to stop. */
+enum inbox_status inbox_history_read(struct inbox *ib, int64_t since_s,
+	    int (*fn)(const struct inbox_history_row *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* Runs that started at or after since_ns, oldest first. */
+enum inbox_status inbox_runs_read(struct inbox *ib, int64_t since_ns,
+	    int (*fn)(const struct inbox_run_record *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* The queue now, beyond inbox_status_report: events ready to hand out
+ * (pending, due, not held) and the oldest of them's received_at ("" when
+ * none); objects held behind a head waiting for its retry. */
+struct inbox_queue {
+	int64_t	ready;
+	char	oldest_ready[INSTANT_SIZE];
+	int64_t	blocked_objects;
+};
+enum inbox_status inbox_queue_now(struct inbox *ib, int64_t now_ns,
+	    struct inbox_queue *q, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* A blocked object: its head event (waiting for a retry) and how many
+ * pending events of the object wait behind it. */
+struct inbox_blocked {
+	const char	*object_type, *object_id, *webhook_id, *last_error;
+	int64_t		 attempts, behind;
+	const char	*next_at;
+};
+/* The `limit` dead events that died last, newest first (bodies not
+ * loaded), each with the error of its first failed hand-out (NULL when
+ * not recorded: failed before schema version 3); reads only dead rows,
+ * whatever the inbox's size. */
+enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_event *, const char *first_error,
+	    void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* At most `limit` blocked objects, longest queue first. */
+enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 #endif

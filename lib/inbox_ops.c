@@ -217,12 +217,30 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 		goto fail;
 	sqlite3_finalize(st);
 	if ((rc = sqlite3_prepare_v2(ib->db,
-	    "SELECT min(received_at), sum(failures > 0) FROM events"
-	    " WHERE state = 'pending'", -1, &st, NULL)) != SQLITE_OK ||
+	    "SELECT min(received_at), sum(failures > 0),"
+	    " min(CASE WHEN failures > 0 THEN received_at END),"
+	    " count(DISTINCT CASE WHEN failures > 0 AND object_id IS NOT NULL"
+	    " THEN object_type || ':' || object_id END),"
+	    " max(next_at), max(received_at)"
+	    " FROM events WHERE state = 'pending'", -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = sqlite3_step(st)) != SQLITE_ROW)
 		goto fail;
 	ib_col_instant(st, 0, r->oldest_pending);
 	r->waiting_retry = sqlite3_column_int64(st, 1);
+	ib_col_instant(st, 2, r->oldest_failing);
+	r->failing_objects = sqlite3_column_int64(st, 3);
+	ib_col_instant(st, 4, r->latest_next_at);
+	ib_col_instant(st, 5, r->newest_pending);
+	sqlite3_finalize(st);
+	/* events_finished, read from its end. */
+	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT finished_at FROM events"
+	    " WHERE finished_at IS NOT NULL AND state = 'done'"
+	    " ORDER BY finished_at DESC LIMIT 1", -1, &st, NULL)) != SQLITE_OK)
+		goto fail;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		ib_col_instant(st, 0, r->last_done);
+	else if (rc != SQLITE_DONE)
+		goto fail;
 	sqlite3_finalize(st);
 	st = NULL;
 	if ((rc = ib_count_held(ib, &r->blocked)) != SQLITE_OK)

@@ -94,7 +94,10 @@ admit_chunk(struct inbox *ib, int *n)
 	    " (SELECT rowid FROM events INDEXED BY events_unadmitted"
 	    "  WHERE admitted = 0 LIMIT ?1)", &ib->admit)) != SQLITE_OK)
 		return rc;
-	if ((rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
+	/* History: admission is where the drainer first sees a received row
+	 * (the receiver writes nothing for it). */
+	if ((rc = ib_history_count_received(ib, ADMIT_CHUNK)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(ib->admit, 1, ADMIT_CHUNK)) != SQLITE_OK ||
 	    (rc = ib_step_done(ib->admit)) != SQLITE_OK)
 		return rc;
 	*n = sqlite3_changes(ib->db);
@@ -125,22 +128,24 @@ admit(struct inbox *ib, int64_t now_ns)
 
 enum inbox_status
 inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
-    int64_t settle_ns, struct inbox_event *e, struct buf *err)
+    int64_t settle_ns, int64_t future_ns, struct inbox_event *e,
+    struct buf *err)
 {
 	static const char sql[] =
 	    /* INDEXED BY: walk the pending events in hand-out order; left to
 	     * itself the planner may scan and sort every pending row per
 	     * event (O(n^2) over a backlog; docs/inbox-rules.md). */
 	    "SELECT " EVENT_COLUMNS ", body FROM events e INDEXED BY events_pending"
-	    " WHERE state = 'pending' AND next_at <= ?1"
-	    " AND (requeued = 1 OR received_at <= ?2)"
+	    " WHERE state = 'pending' AND (next_at <= ?1 OR next_at > ?3)"
+	    " AND (requeued = 1 OR received_at <= ?2 OR received_at > ?7)"
 	    /* The cursor: a range the index seeks to.  Before the first
 	     * event it is ('', '', 0), which sorts before every instant. */
 	    " AND (sort_at, received_at, rowid) > (?4, ?5, ?6)"
 	    " AND NOT EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " ORDER BY sort_at, received_at, rowid LIMIT 1";
 	sqlite3_stmt *st = NULL;
-	char now[INSTANT_SIZE], settled[INSTANT_SIZE];
+	char now[INSTANT_SIZE], settled[INSTANT_SIZE], far[INSTANT_SIZE],
+	    ahead[INSTANT_SIZE];
 	enum inbox_status s = INBOX_NOT_FOUND;
 	int rc;
 
@@ -155,6 +160,10 @@ inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
 	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 1, now_ns, now)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns - settle_ns, settled)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 3, future_ns > 0 && now_ns <= INT64_MAX -
+	    future_ns ? now_ns + future_ns : INT64_MAX, far)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 7, now_ns <= INT64_MAX - settle_ns ?
+	    now_ns + settle_ns : INT64_MAX, ahead)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 4, cur->sort_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_text(st, 5, cur->received_at, -1, SQLITE_STATIC)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 6, cur->seq)) != SQLITE_OK) {
@@ -420,7 +429,10 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
+	    /* first_error: the original error, which a dead letter's
+	     * reader asks for first (the report); never reset. */
 	    "UPDATE events SET failures = failures + 1, last_error = ?2,"
+	    " first_error = coalesce(first_error, ?2),"
 	    " last_output = ?3,"
 	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
 	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"
@@ -444,46 +456,98 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	return ib_txn_commit(ib, st, err, "recording a failure");
 }
 
-enum inbox_status
-inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
-    int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
+/*
+ * Events read per page by inbox_list before any is handed to the caller
+ * (fewer with bodies: each may be max_body).  A page is read, the
+ * statement finalised — which ends the read transaction — and only then
+ * printed: a reader blocked on its output (`webhook-drain list | less`
+ * left open) must not pin a snapshot, or the WAL grows without bound.
+ */
+#define LIST_PAGE		256
+#define LIST_PAGE_BODIES	4
+
+/* Read at most `max` events after the keyset (sort_at, received_at,
+ * rowid) of `after` (all when after->seq < 0) into page[]; *n = how
+ * many.  Returns SQLite's code. */
+static int
+list_page(struct inbox *ib, const struct inbox_filter *f, int with_body,
+    const struct inbox_event *after, int64_t max, struct inbox_event *page,
+    int *n)
 {
 	static const char sql[] =
 	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
 	    " EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " FROM events e" FILTER_WHERE
+	    " AND (?10 < 0 OR (sort_at, received_at, rowid) > (?11, ?12, ?10))"
 	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
 	sqlite3_stmt *st = NULL;
-	struct inbox_event e;
 	char since[INSTANT_SIZE], until[INSTANT_SIZE];
-	enum inbox_status s = INBOX_OK;
 	int rc;
 
-	inbox_event_init(&e);
-	if ((rc = ib_hold_ready(ib)) != SQLITE_OK ||
-	    (rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
+	*n = 0;
+	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_filter(st, f, since, until)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 8, f->limit > 0 ? f->limit : -1)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK) {
+	    (rc = sqlite3_bind_int64(st, 8, max)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 10, after->seq)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 11, after->sort_at, -1,
+	    SQLITE_STATIC)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 12, after->received_at, -1,
+	    SQLITE_STATIC)) != SQLITE_OK)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (ib_read_event(st, &page[*n], with_body) == -1) {
+			rc = SQLITE_NOMEM;
+			goto out;
+		}
+		page[*n].blocked = sqlite3_column_int(st, EVENT_NCOLUMNS + 1);
+		(*n)++;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+enum inbox_status
+inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
+    int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
+{
+	struct inbox_event page[LIST_PAGE], after;
+	int64_t left = f->limit > 0 ? f->limit : INT64_MAX, max;
+	enum inbox_status s = INBOX_OK;
+	int i, n, rc, size = with_body ? LIST_PAGE_BODIES : LIST_PAGE;
+
+	for (i = 0; i < size; i++)
+		inbox_event_init(&page[i]);
+	memset(&after, 0, sizeof after);
+	after.seq = -1;
+	if ((rc = ib_hold_ready(ib)) != SQLITE_OK) {
 		s = ib_fail(ib, err, "listing events", rc);
 		goto out;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (ib_read_event(st, &e, with_body) == -1) {
-			buf_reset(err);
-			(void)buf_printf(err, "%s: out of memory", ib->path);
-			s = INBOX_FAILED;
+	while (left > 0) {
+		max = left < size ? left : size;
+		if ((rc = list_page(ib, f, with_body, &after, max, page, &n)) !=
+		    SQLITE_OK) {
+			s = ib_fail(ib, err, "listing events", rc);
 			goto out;
 		}
-		e.blocked = sqlite3_column_int(st, EVENT_NCOLUMNS + 1);
-		if (fn(&e, arg) == -1)
-			goto out;
+		/* The read transaction is over: now the output may block. */
+		for (i = 0; i < n; i++)
+			if (fn(&page[i], arg) == -1)
+				goto out;
+		if (n < max)
+			break;
+		left -= n;
+		memcpy(after.sort_at, page[n - 1].sort_at, INSTANT_SIZE);
+		memcpy(after.received_at, page[n - 1].received_at, INSTANT_SIZE);
+		after.seq = page[n - 1].seq;
 	}
-	if (rc != SQLITE_DONE)
-		s = ib_fail(ib, err, "listing events", rc);
 out:
-	inbox_event_free(&e);
-	sqlite3_finalize(st);
+	for (i = 0; i < size; i++)
+		inbox_event_free(&page[i]);
 	return s;
 }
 

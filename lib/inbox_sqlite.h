@@ -105,6 +105,10 @@ struct inbox {
 	char		*path;
 	int64_t		 busy_timeout_ns;
 	int64_t		 busy_start;	/* monotonic ns of the first busy wait */
+	/* Monotonic ns after which no busy wait goes on (0: none): the
+	 * earliest deadline of the deliveries being stored, set only for the
+	 * length of one store. */
+	int64_t		 busy_deadline;
 	int		 wal;		/* the journal mode is WAL */
 	int		 group_commit;	/* see inbox_options */
 	int		 short_lived;	/* see inbox_options */
@@ -115,6 +119,10 @@ struct inbox {
 	 * (its rows would live only in an unlinked file). */
 	dev_t		 db_dev, wal_dev;
 	ino_t		 db_ino, wal_ino;
+	/* The largest size seen of the database file: it never shrinks (no
+	 * VACUUM, no auto_vacuum), so a smaller one was truncated or
+	 * restored in place (`: > inbox.db`) under us. */
+	off_t		 db_size;
 	uint64_t	 write_gen;	/* walsync_write_gen of the commit under way */
 	struct walsync_turn turn;	/* checkpoints, when there is no shared file */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
@@ -139,7 +147,8 @@ struct inbox {
  * assembled from input. */
 #define FILTER_WHERE \
 	" WHERE (?1 IS NULL OR webhook_id = ?1)" \
-	" AND (?2 IS NULL OR state = ?2)" \
+	" AND (?2 IS NULL OR state = ?2 OR (?2 = 'retrying'" \
+	" AND state = 'pending' AND failures > 0))" \
 	" AND (?3 IS NULL OR type GLOB ?3)" \
 	" AND (?4 IS NULL OR object_type = ?4)" \
 	" AND (?5 IS NULL OR object_id = ?5)" \
@@ -189,6 +198,10 @@ int	ib_hold_ready(struct inbox *ib);
  * after ib_hold_ready); *n. */
 int	ib_count_held(struct inbox *ib, int64_t *n);
 
+/* lib/inbox_history.c: count as `received` the rows the next admit_chunk
+ * (same transaction, same limit) admits. */
+int	ib_history_count_received(struct inbox *ib, int limit);
+
 /* lib/inbox_wal.c: SQLite's busy handler for every connection. */
 int	ib_busy_wait(void *arg, int count);
 /*
@@ -210,7 +223,9 @@ void	ib_wal_release(struct inbox *ib);	/* after it */
 /* Group commit, after COMMIT returned: return once a WAL sync that began
  * after this commit has completed (walsync.h). */
 int	ib_make_durable(struct inbox *ib);
-/* Do the database's and the WAL's paths still name the files we write? */
+/* Do the database's and the WAL's paths still name the files we write:
+ * the same inodes, and a database file not shrunk (truncated or restored
+ * in place)?  Two stat(2)s; checked before every store's answer. */
 int	ib_same_files(struct inbox *ib);
 void	ib_note_files(struct inbox *ib, const char *path);	/* at open */
 

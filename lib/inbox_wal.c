@@ -49,7 +49,8 @@ ib_busy_wait(void *arg, int count)
 
 	if (count == 0)
 		ib->busy_start = now;
-	if (now - ib->busy_start >= ib->busy_timeout_ns)
+	if (now - ib->busy_start >= ib->busy_timeout_ns ||
+	    (ib->busy_deadline != 0 && now >= ib->busy_deadline))
 		return 0;
 	us = 20u << (count < 3 ? count : 3);
 	us = us / 2 + randombytes_uniform(us);
@@ -284,9 +285,12 @@ ib_same_files(struct inbox *ib)
 	char wal[PATH_MAX + 8];
 
 	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
-	    sb.st_ino != ib->db_ino)
+	    sb.st_ino != ib->db_ino || sb.st_size == 0 ||
+	    sb.st_size < ib->db_size)
 		return 0;
-	if ((size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) >= sizeof wal)
+	ib->db_size = sb.st_size;
+	if (!ib->wal ||
+	    (size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) >= sizeof wal)
 		return 1;
 	if (stat(wal, &sb) == -1)
 		return 0;
@@ -352,6 +356,8 @@ set_wal(struct inbox *ib)
 	int64_t deadline = util_mono_ns() + ib->busy_timeout_ns;
 	int rc, count = 0;
 
+	if (ib->busy_deadline != 0 && ib->busy_deadline < deadline)
+		deadline = ib->busy_deadline;
 	if ((rc = journal_pragma(ib, "PRAGMA journal_mode")) != SQLITE_OK ||
 	    ib->wal)
 		return rc;
@@ -519,6 +525,7 @@ ib_note_files(struct inbox *ib, const char *path)
 	if (stat(path, &sb) == 0) {
 		ib->db_dev = sb.st_dev;
 		ib->db_ino = sb.st_ino;
+		ib->db_size = sb.st_size;
 	}
 	buf_init(&wal, 8192);
 	if (buf_printf(&wal, "%s-wal", path) == 0 && stat(wal.data, &sb) == 0) {

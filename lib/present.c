@@ -3,6 +3,7 @@
  * Moved out of webhook-drain.c so that list, show and status share them
  * and tests can read what they print.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,38 +98,96 @@ present_output(FILE *f, const char *s, size_t len)
 	}
 }
 
-/* Untrusted text (ids, types) may be any bytes, and JSON strings must be
- * valid UTF-8: non-ASCII and control bytes are written as \xHH text.
- * NULL or "" becomes null.  Ids and types are capped far below the
- * buffer by the receiver; a longer text is cut by util_escape. */
+/* Bytes of the valid UTF-8 sequence at p (left bytes), or 0: no
+ * overlong forms, no surrogates, nothing past U+10FFFF, no NUL. */
+static size_t
+utf8_len(const unsigned char *p, size_t left)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (p[0] >= 0x01 && p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * Untrusted bytes as a JSON string's text: valid UTF-8 kept as it is
+ * (cJSON escapes quotes and control characters), so an id such as "ü"
+ * comes back from `list --json` as the id `show` and `requeue` take, and
+ * a newline in the handler's output is "\n", not "\\x0a".  A byte that
+ * is not UTF-8 (or a NUL) becomes "\xHH" text, as JSON needs valid
+ * UTF-8.  Returns a malloc'd string (free it), or NULL when out of memory.
+ */
+static char *
+json_text(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *t = malloc(len * 4 + 1), *o = t;
+	size_t i = 0, n;
+
+	if (t == NULL)
+		return NULL;
+	while (i < len) {
+		if ((n = utf8_len(p + i, len - i)) > 0) {
+			memcpy(o, p + i, n);
+			o += n;
+			i += n;
+		} else {
+			snprintf(o, 5, "\\x%02x", p[i++]);
+			o += 4;
+		}
+	}
+	*o = '\0';
+	return t;
+}
+
+/* Untrusted text (ids, types): NULL or "" becomes null.  Ids and types
+ * are capped by the receiver far below anything that matters here. */
 static void
 add_text(cJSON *o, const char *k, const char *v)
 {
-	char t[1100];
+	char *t;
 
 	if (v == NULL || *v == '\0') {
 		cJSON_AddNullToObject(o, k);
 		return;
 	}
-	util_escape(v, strlen(v), t, sizeof t);
-	cJSON_AddStringToObject(o, k, t);
+	if ((t = json_text(v, strlen(v))) != NULL)
+		cJSON_AddStringToObject(o, k, t);
+	free(t);
 }
 
-/* Bytes of any kind as a JSON string: escaped text, or base64 (exact). */
+/* Bytes of any kind as a JSON string: text as above, or base64 (exact). */
 static void
 add_bytes(cJSON *o, const char *k, const char *p, size_t len, int base64)
 {
-	size_t n = base64 ? sodium_base64_ENCODED_LEN(len,
-	    sodium_base64_VARIANT_ORIGINAL) : len * 4 + 8;
-	char *t = malloc(n);
+	size_t n = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	char *t = base64 ? malloc(n) : json_text(p, len);
 
 	if (t == NULL)
 		return;
 	if (base64)
 		sodium_bin2base64(t, n, (const unsigned char *)(p ? p : ""), len,
 		    sodium_base64_VARIANT_ORIGINAL);
-	else
-		util_escape(p, len, t, n);
 	cJSON_AddStringToObject(o, k, t);
 	free(t);
 }
@@ -171,15 +230,22 @@ present_event_json(const struct inbox_event *e, int with_body)
 }
 
 void
-present_json(cJSON *o)
+present_json_to(FILE *f, cJSON *o)
 {
 	char *t = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
 
 	if (t != NULL) {
-		puts(t);
+		fputs(t, f);
+		fputc('\n', f);
 		free(t);
 	}
 	cJSON_Delete(o);
+}
+
+void
+present_json(cJSON *o)
+{
+	present_json_to(stdout, o);
 }
 
 int
@@ -195,6 +261,13 @@ present_parse_when(const char *s, int64_t now_ns, int64_t *out)
 		return 0;
 	}
 	return -1;
+}
+
+void
+present_list_header(FILE *f)
+{
+	fprintf(f, "received              state    att  id type object "
+	    "event-clock  [retry | blocked]\n");
 }
 
 void
@@ -357,4 +430,78 @@ present_progress(FILE *f, const struct paging_progress *p, const char *what,
 	    what, (long long)p->pages, (long long)p->items, (long long)p->stored,
 	    secs > 0 ? (double)p->items / secs : 0.0, eta);
 	fflush(f);
+}
+
+struct list_ctx {
+	FILE	*out;
+	int	 mode;		/* json (list) or present_show_mode (show) */
+	int64_t	 now;
+	int64_t	 n;
+};
+
+static int
+list_one(const struct inbox_event *e, void *arg)
+{
+	struct list_ctx *lc = arg;
+
+	lc->n++;
+	if (lc->mode)
+		present_json_to(lc->out, present_event_json(e, 0));
+	else
+		present_event_line(lc->out, e, lc->now);
+	return 0;
+}
+
+int
+present_list(FILE *out, struct inbox *ib, const struct inbox_filter *f,
+    int json, int tty, int64_t now_ns, struct buf *err)
+{
+	struct list_ctx lc = { out, json, now_ns, 0 };
+	struct inbox_filter page = *f;
+	int64_t total = 0;
+
+	if (tty && page.limit == 0)
+		page.limit = PRESENT_LIST_PAGE;
+	if (tty)
+		present_list_header(out);
+	if (inbox_list(ib, &page, 0, list_one, &lc, err) != INBOX_OK ||
+	    (tty && inbox_count(ib, &page, &total, err) != INBOX_OK))
+		return -1;
+	if (tty && total > lc.n)
+		fprintf(out, "... and %lld more (--limit N shows more; a pipe gets "
+		    "them all)\n", (long long)(total - lc.n));
+	return 0;
+}
+
+/* show's callback: the one event, then stop. */
+static int
+show_one(const struct inbox_event *e, void *arg)
+{
+	struct list_ctx *lc = arg;
+
+	lc->n++;
+	if (lc->mode == PRESENT_SHOW_BODY) {
+		if (e->has_body && e->body.len > 0)
+			fwrite(e->body.data, 1, e->body.len, lc->out);
+	} else if (lc->mode == PRESENT_SHOW_JSON) {
+		present_json_to(lc->out, present_event_json(e, 1));
+	} else {
+		present_event_card(lc->out, e, lc->now);
+	}
+	return -1;
+}
+
+int
+present_show(FILE *out, struct inbox *ib, const char *id,
+    enum present_show_mode mode, int64_t now_ns, int *found, struct buf *err)
+{
+	struct list_ctx lc = { out, (int)mode, now_ns, 0 };
+	struct inbox_filter f;
+
+	memset(&f, 0, sizeof f);
+	f.webhook_id = id;
+	if (inbox_list(ib, &f, 1, show_one, &lc, err) != INBOX_OK)
+		return -1;
+	*found = lc.n > 0;
+	return 0;
 }

@@ -49,7 +49,9 @@ void	present_output(FILE *f, const char *s, size_t len);
 
 /*
  * One event as a JSON object (`list --json`, `show --json`): every column
- * of the contract, untrusted text escaped, "" and NULL as null; with
+ * of the contract; untrusted text as its own UTF-8 (so ids round-trip to
+ * show, requeue and forget; cJSON escapes control characters), bytes
+ * that are not UTF-8 as \xHH text; "" and NULL as null; with
  * with_body and a kept body, "body_base64" holds the exact bytes.  Returns
  * a new object (cJSON_Delete it) or NULL when out of memory.
  */
@@ -58,6 +60,38 @@ cJSON	*present_event_json(const struct inbox_event *e, int with_body);
 /* Print o unformatted on one line of stdout, then cJSON_Delete it (NULL
  * accepted: prints nothing). */
 void	present_json(cJSON *o);
+/* The same on f. */
+void	present_json_to(FILE *f, cJSON *o);
+
+/* Events `list` shows on a terminal without --limit: a screenful or two
+ * (5,050 lines helped nobody); a pipe gets them all. */
+#define PRESENT_LIST_PAGE	50
+
+/* The column names above present_event_line's lines (on a terminal). */
+void	present_list_header(FILE *f);
+
+/*
+ * `list`: the events f matches in ib, one present_event_line each, or
+ * one JSON object a line (json).  tty: a person reads it: a header, at
+ * most PRESENT_LIST_PAGE events unless f->limit says otherwise, then how
+ * many more.  Returns 0, or -1 with the inbox's reason in err.
+ */
+int	present_list(FILE *out, struct inbox *ib, const struct inbox_filter *f,
+	    int json, int tty, int64_t now_ns, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* How `show` prints its event. */
+enum present_show_mode {
+	PRESENT_SHOW_CARD,	/* present_event_card */
+	PRESENT_SHOW_JSON,	/* present_event_json, with the body */
+	PRESENT_SHOW_BODY	/* the stored bytes, nothing else */
+};
+
+/* `show ID`: the event, as mode says; *found 0 when there is none.
+ * Returns 0, or -1 with the inbox's reason in err. */
+int	present_show(FILE *out, struct inbox *ib, const char *id,
+	    enum present_show_mode mode, int64_t now_ns, int *found,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /* One event as a line of `list`: received (to the second), state,
  * attempts, id, type, object TYPE:ID, event clock, and for a pending

@@ -230,7 +230,8 @@ take_body(struct receive *rv, struct attempt *a)
 {
 	static const int status[] = { 0, 413, 408 };
 	static const char *const why[] = { NULL, "body over max_body",
-	    "body not received within body_timeout" };
+	    "body not received within body_timeout (at most "
+	    "RECEIVE_DEADLINE_S, 10 s, from the request's arrival)" };
 	int rc;
 
 	buf_reset(&rv->body);
@@ -245,8 +246,9 @@ take_body(struct receive *rv, struct attempt *a)
 	    buf_reserve(&rv->body, (size_t)a->content_length) == -1)
 		return 503;
 	rc = read_body(rv, a->r, a->prefix, a->conf->max_body_bytes,
-	    a->content_length,
-	    a->started + a->conf->body_timeout_s * 1000000000);
+	    a->content_length, a->started + (a->conf->body_timeout_s <
+	    RECEIVE_DEADLINE_S ? a->conf->body_timeout_s : RECEIVE_DEADLINE_S) *
+	    (int64_t)1000000000);
 	if (rc == -1) {
 		a->why = "body could not be read to its end";
 		return 400;
@@ -310,6 +312,9 @@ store(struct receive *rv, struct attempt *a)
 	d.body = rv->body.data + a->prefix;
 	d.body_len = rv->body.len - a->prefix;
 	d.fields = &a->fields;
+	/* What is left of the request's time bounds the wait for the lock,
+	 * queued behind other deliveries included (committer.h). */
+	d.deadline = a->started + RECEIVE_DEADLINE_S * (int64_t)1000000000;
 	s = site_store(a->site, a->r->long_lived, &d, &rv->err);
 	if (s == INBOX_OK || s == INBOX_DUPLICATE) {
 		a->text = s == INBOX_OK ? "stored\n" : "duplicate\n";

@@ -22,6 +22,15 @@
  * signature are under 4 KiB.  Longer is refused with 401, not truncated. */
 #define SIGNATURE_HEADER_MAX	16384
 
+/*
+ * Every answer leaves within this many seconds of the request's arrival,
+ * whatever body_timeout and busy_timeout allow: the body may take at most
+ * min(body_timeout, this), and the wait for the database ends here too
+ * (a 408 or a 503 + Retry-After).  The provider gives up at 15 s; the
+ * 5 s left cover the web server's own buffering and a loaded machine.
+ */
+#define RECEIVE_DEADLINE_S	10
+
 /* What one request thread keeps from request to request: buffers that
  * grow once instead of per request. */
 struct receive {

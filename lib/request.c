@@ -2,11 +2,15 @@
  * request: one request over FastCGI (libfcgi's FCGX), plain CGI
  * (environment, stdin, stdout) or the in-memory fake — request.h.
  */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <fcgiapp.h>
 
@@ -17,6 +21,8 @@
  * refusal (request_discard_input).  FastCGI needs none of this: the server
  * gets the answer whatever we read. */
 #define CGI_DRAIN_MAX		(16 << 20)
+/* ...and for at most this many seconds. */
+#define CGI_DRAIN_S		2
 
 void
 request_respond(struct request *r, int status, const char *reason,
@@ -101,23 +107,46 @@ fcgi_read_deadline(FCGX_Request *fr, int64_t deadline)
 	(void)setsockopt(fr->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-/* A slow client must not hold a thread, and every delivery behind it,
- * when the server streams bodies: each read waits only until the
- * deadline. */
+/*
+ * A slow client must not hold a thread, and every delivery behind it,
+ * when the server streams bodies (Apache's mod_proxy_fcgi): the deadline
+ * is the request's, not a read's.  FCGX_GetStr keeps filling until it has
+ * `want` bytes, one FastCGI record after another, and a socket timeout
+ * bounds only each read(2): a body trickled a byte a second never trips
+ * it.  So never ask libfcgi for more than it already holds: the bytes of
+ * the current record still in its buffer (FCGX_Stream's public rdNext and
+ * stop), or, when none are, one byte — at most one fill, whose read(2)
+ * waits no longer than the time left (SO_RCVTIMEO set just before).  The
+ * deadline is then checked again before the next fill.  (poll(2) on
+ * ipcFd cannot do this: libfcgi may hold the next record in its private
+ * buffer while the socket has nothing to read.)
+ */
 static int
 fcgi_read(struct request *r, char *buf, size_t want, int64_t deadline)
 {
 	FCGX_Request *fr = r->impl;
-	int n;
+	FCGX_Stream *in = fr->in;
+	size_t held;
+	int n, more;
 
+	if (want == 0)
+		return 0;
 	if (util_mono_ns() >= deadline)
 		return REQUEST_READ_LATE;
+	held = (size_t)(in->stop - in->rdNext);
+	if (held > 0)
+		return FCGX_GetStr(buf, (int)(held < want ? held : want), in);
 	fcgi_read_deadline(fr, deadline);
-	n = FCGX_GetStr(buf, (int)want, fr->in);
-	if (n < (int)want && FCGX_GetError(fr->in) != 0)
-		return util_mono_ns() >= deadline ? REQUEST_READ_LATE :
-		    REQUEST_READ_ERROR;
-	return n < 0 ? REQUEST_READ_ERROR : n;
+	n = FCGX_GetStr(buf, 1, in);
+	if (n < 1)
+		return FCGX_GetError(in) == 0 ? 0 : util_mono_ns() >= deadline ?
+		    REQUEST_READ_LATE : REQUEST_READ_ERROR;
+	/* The rest of the record the fill brought in, without another. */
+	held = (size_t)(in->stop - in->rdNext);
+	if (held > want - 1)
+		held = want - 1;
+	more = held > 0 ? FCGX_GetStr(buf + 1, (int)held, in) : 0;
+	return more < 0 ? REQUEST_READ_ERROR : 1 + more;
 }
 
 /* The connection closes after this request unless the server keeps it for
@@ -177,16 +206,49 @@ cgi_param_each(struct request *r, const char *name,
 	return v == NULL ? 0 : each(arg, v);
 }
 
+/* Wait until fd 0 has something to read, at most until `deadline`
+ * (monotonic ns).  Returns 0, REQUEST_READ_LATE or REQUEST_READ_ERROR. */
+static int
+stdin_wait(int64_t deadline)
+{
+	struct pollfd pfd = { 0, POLLIN, 0 };
+
+	for (;;) {
+		int64_t left = deadline - util_mono_ns();
+		int rc;
+
+		if (left <= 0)
+			return REQUEST_READ_LATE;
+		rc = poll(&pfd, 1, (int)((left + 999999) / 1000000));
+		if (rc > 0)
+			return 0;
+		if (rc == -1 && errno != EINTR)
+			return REQUEST_READ_ERROR;
+	}
+}
+
+/*
+ * Plain CGI: a slow chunked client holds a whole process, so the body has
+ * the request's deadline too: poll(2) on stdin with the time left, then
+ * read(2) what is there (no stdio: its buffer would hide bytes from
+ * poll).  A short read is fine, the caller loops.
+ */
 static int
 cgi_read(struct request *r, char *buf, size_t want, int64_t deadline)
 {
-	size_t n = fread(buf, 1, want, stdin);
+	ssize_t n;
+	int rc;
 
 	(void)r;
-	(void)deadline;
-	if (n == 0 && ferror(stdin))
-		return REQUEST_READ_ERROR;
-	return (int)n;
+	for (;;) {
+		if ((rc = stdin_wait(deadline)) != 0)
+			return rc;
+		n = read(0, buf, want < INT32_MAX ? want : INT32_MAX);
+		if (n >= 0)
+			return (int)n;
+		if (errno != EINTR && errno != EAGAIN)
+			return REQUEST_READ_ERROR;
+	}
 }
 
 static void
@@ -199,22 +261,25 @@ cgi_write(struct request *r, const char *head, size_t headlen,
 	fflush(stdout);
 }
 
+/* At most CGI_DRAIN_MAX bytes, for at most CGI_DRAIN_S: a client too
+ * slow for the body's deadline must not keep the process after the
+ * refusal either. */
 static void
 cgi_discard(struct request *r)
 {
 	const char *cl = getenv("CONTENT_LENGTH");
 	int64_t left = CGI_DRAIN_MAX;
+	int64_t until = util_mono_ns() + CGI_DRAIN_S * (int64_t)1000000000;
 	char chunk[REQUEST_READ_CHUNK];
-	size_t n;
+	int n;
 
-	(void)r;
 	if (cl != NULL && *cl != '\0' &&
 	    util_parse_decimal(cl, strlen(cl), INT64_MAX, &left) == 0 &&
 	    left > CGI_DRAIN_MAX)
 		left = CGI_DRAIN_MAX;
-	while (left > 0 && (n = fread(chunk, 1, left < (int64_t)sizeof chunk ?
-	    (size_t)left : sizeof chunk, stdin)) > 0)
-		left -= (int64_t)n;
+	while (left > 0 && (n = cgi_read(r, chunk, left < (int64_t)sizeof chunk ?
+	    (size_t)left : sizeof chunk, until)) > 0)
+		left -= n;
 }
 
 static const struct request_ops cgi_ops = {

@@ -123,8 +123,8 @@ request_param_each(struct request *r, const char *name,
 
 /*
  * Read at most `want` bytes of the body into `buf`, waiting no later than
- * `deadline` (monotonic ns, util_mono_ns; plain CGI has no deadline: the
- * server's own timeout ends a slow CGI request).  Returns the byte count,
+ * `deadline` (monotonic ns, util_mono_ns), on every protocol: the
+ * request's total deadline, not a per-read timeout.  Returns the byte count,
  * 0 at the end of the body, REQUEST_READ_LATE or REQUEST_READ_ERROR.  A
  * read that fails after part of a chunk arrived reports the failure.
  */

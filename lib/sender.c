@@ -1,6 +1,8 @@
 /*
  * sender: the signed test POST of `webhook-drain send` (sender.h).
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -177,4 +179,27 @@ out:
 	if (curl != NULL)
 		curl_easy_cleanup(curl);
 	return st;
+}
+
+int
+sender_read_body(FILE *in, struct buf *body, struct buf *err)
+{
+	char chunk[65536];
+	size_t n;
+
+	while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
+		if (buf_append(body, chunk, n) == -1) {
+			(void)buf_printf(err, "body larger than %zu bytes",
+			    body->cap);
+			return -1;
+		}
+	if (ferror(in)) {
+		(void)buf_printf(err, "%s", strerror(errno));
+		return -1;
+	}
+	if (body->len == 0) {
+		(void)buf_printf(err, "empty");
+		return -1;
+	}
+	return 0;
 }

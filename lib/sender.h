@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include <curl/curl.h>
 
 #include "config.h"
@@ -37,6 +39,15 @@ const struct signature_key *sender_key(const struct config *c);
  * or over body's cap.
  */
 int	sender_sample_body(const char *id, int64_t size, struct buf *body)
+	    __attribute__((warn_unused_result));
+
+/*
+ * Read all of `in` into body (whose cap, buf_init's, bounds it).  An
+ * empty input is refused: a directory reads as nothing, and so does stdin
+ * under cron, and an empty event stored and acknowledged would test
+ * nothing.  Returns 0, or -1 with the reason in err.
+ */
+int	sender_read_body(FILE *in, struct buf *body, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /*

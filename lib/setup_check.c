@@ -158,7 +158,7 @@ check_config(struct check *k, const struct config *c, const char *docroot)
 /* The database's directory: SQLite creates the -wal and -shm files there,
  * as whichever user (web server or cron) comes first. */
 static void
-check_database_dir(struct check *k, const char *database)
+check_database_dir(struct check *k, const char *database, const char *docroot)
 {
 	const char *slash = strrchr(database, '/');
 	char dir[PATH_MAX];
@@ -170,6 +170,10 @@ check_database_dir(struct check *k, const char *database)
 	dir[slash - database] = '\0';
 	if (dir[0] == '\0')
 		snprintf(dir, sizeof dir, "/");
+	/* Inside the document root: check_config said to move it; advice on
+	 * the directory's mode would make a web directory group-writable. */
+	if (docroot != NULL && util_path_inside(docroot, database))
+		return;
 	if (stat(dir, &sb) == -1)
 		finding(k, SETUP_FAIL, "database", "its directory %s: %s — create "
 		    "it (mkdir -m 2770 %s)", dir, strerror(errno), dir);
@@ -181,6 +185,15 @@ check_database_dir(struct check *k, const char *database)
 		finding(k, SETUP_OK, "database", "%s is this user's alone: "
 		    "the one-user setup (suEXEC runs the receiver as "
 		    "you, as cron runs the drainer)", dir);
+	else if (sb.st_uid == geteuid() && !(sb.st_mode & S_IWGRP))
+		/* Ours and not group-writable: the one-user setup of the
+		 * quickstart, whose advice is owner-only, not the group's. */
+		finding(k, SETUP_WARN, "database", "%s is open to other users "
+		    "(mode %03o) — one user (suEXEC: the receiver runs as you, "
+		    "as cron does): chmod 700 %s; only if the web server runs as "
+		    "another user, a setgid group directory instead (README, "
+		    "\"Two users\")",
+		    dir, (unsigned)(sb.st_mode & 0777), dir);
 	else if (!(sb.st_mode & S_ISGID) || !(sb.st_mode & S_IWGRP))
 		finding(k, SETUP_WARN, "database", "%s is not a setgid, group-"
 		    "writable directory: if the web server and cron run as "
@@ -309,8 +322,14 @@ setup_check(const struct config *c, const char *docroot,
 
 	memset(n, 0, sizeof *n);
 	check_config(&k, c, docroot);
-	check_database_dir(&k, c->database);
-	check_database(&k, c);
+	check_database_dir(&k, c->database, docroot);
+	/* Opening creates the inbox: never where a check already failed
+	 * (it made inbox.db inside public_html after saying to move it). */
+	if (n->fail > 0 && access(c->database, F_OK) == -1)
+		finding(&k, SETUP_WARN, "database", "%s not created or opened: "
+		    "fix the failures above first, then check again", c->database);
+	else
+		check_database(&k, c);
 	check_handler(&k, c->handler);
 	if (c->api_url != NULL)
 		check_api(&k, c);

@@ -1,7 +1,8 @@
 /*
  * setup_check: `webhook-drain check` — the setup as this user runs it
  * (STYLE.md 12: a check-style command validates without side effects
- * beyond creating the inbox where `run` would).  Each finding is one
+ * beyond creating the inbox where `run` would, and only when no check
+ * before it failed).  Each finding is one
  * level, one subject and one sentence with the fix after "—", handed to
  * the caller to print.
  */

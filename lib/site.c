@@ -186,6 +186,7 @@ site_ready(struct site *st, const char *docroot, int long_lived,
 		rc = -1;
 		goto out;
 	}
+	memset(&io, 0, sizeof io);
 	io.busy_timeout_ms = st->conf.busy_timeout_ms;
 	io.synchronous = st->conf.synchronous == CONFIG_SYNC_NORMAL ?
 	    INBOX_SYNC_NORMAL : INBOX_SYNC_FULL;

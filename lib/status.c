@@ -19,10 +19,20 @@ older_than(const char *instant, int64_t now_ns, int64_t limit_s)
 	    now_ns - t > limit_s * NS;
 }
 
+/* Is `instant` (normalised; "" when none) more than limit_s after now? */
+static int
+later_than(const char *instant, int64_t now_ns, int64_t limit_s)
+{
+	int64_t t;
+
+	return instant[0] != '\0' && instant_to_ns(instant, &t) == 0 &&
+	    t - now_ns > limit_s * NS;
+}
+
 void
 status_attention(const struct inbox_status_report *r, int64_t now_ns,
     int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
-    struct status_attention *a)
+    int64_t retry_max_s, int64_t settle_s, struct status_attention *a)
 {
 	char ago[PRESENT_TIME_SIZE];
 
@@ -47,6 +57,14 @@ status_attention(const struct inbox_status_report *r, int64_t now_ns,
 		SAY("the last drainer run started %s (over --max-idle %llds): is "
 		    "cron running it?", present_relative(r->last_run_started,
 		    now_ns, ago), (long long)max_idle_s);
+	if (later_than(r->latest_next_at, now_ns, retry_max_s))
+		SAY("a retry is scheduled at %s, beyond retry_max from now: the "
+		    "clock stepped back? the drainer takes it as due now",
+		    r->latest_next_at);
+	if (later_than(r->newest_pending, now_ns, settle_s + 1))
+		SAY("an event was received at %s, in the future: the clock "
+		    "stepped back? the drainer takes it as due now",
+		    r->newest_pending);
 #undef SAY
 }
 
@@ -59,9 +77,10 @@ status_print(FILE *f, const struct inbox_status_report *r,
 
 	fprintf(f, "pending  %lld", (long long)r->pending);
 	if (r->waiting_retry || r->blocked)
-		fprintf(f, " (%lld waiting for a retry, %lld blocked behind an "
-		    "earlier event of their object)", (long long)r->waiting_retry,
-		    (long long)r->blocked);
+		fprintf(f, " (%lld waiting for a retry, on %lld object%s; %lld "
+		    "blocked behind an earlier event of their object)",
+		    (long long)r->waiting_retry, (long long)r->failing_objects,
+		    r->failing_objects == 1 ? "" : "s", (long long)r->blocked);
 	fprintf(f, "\ndone     %lld\nstale    %lld\ndead     %lld\n",
 	    (long long)r->done, (long long)r->stale, (long long)r->dead);
 	fprintf(f, "oldest pending: %s\n", r->oldest_pending[0] ?
@@ -112,4 +131,43 @@ status_json(const struct inbox_status_report *r,
 	for (i = 0; i < a->n; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(a->line[i]));
 	return j;
+}
+
+/* The outcome drain.c notes (lib/drain.c, finish_run): "ok: N done, ...",
+ * "failures: N done, ...", "error: N done, ...".  1 when it says the run
+ * broke, or failed events and did none. */
+static int
+last_run_failed(const char *outcome)
+{
+	return strncmp(outcome, "error:", 6) == 0 ||
+	    strncmp(outcome, "failures: 0 done,", 17) == 0;
+}
+
+void
+status_failing(const struct inbox_status_report *r, int64_t now_ns,
+    int64_t max_failing_s, struct status_attention *a)
+{
+	char ago[PRESENT_TIME_SIZE];
+
+#define SAY(...) do { if (a->n < STATUS_ATTENTION_MAX) \
+	snprintf(a->line[a->n++], STATUS_LINE_SIZE, __VA_ARGS__); } while (0)
+	if (last_run_failed(r->last_run_outcome))
+		SAY("the last run failed (%s): webhook-drain list --state "
+		    "retrying; webhook-drain try ID", r->last_run_outcome);
+	else if (r->waiting_retry > 0 && strcmp(r->last_done,
+	    r->oldest_failing) < 0)
+		/* Idle runs (the retries' backoff not due) come between:
+		 * without this, status would say ok a minute after a storm. */
+		SAY("%lld event%s retrying and none done since %s: webhook-drain "
+		    "list --state retrying; webhook-drain try ID",
+		    (long long)r->waiting_retry, r->waiting_retry == 1 ? "" : "s",
+		    present_relative(r->oldest_failing, now_ns, ago));
+	if (older_than(r->oldest_failing, now_ns, max_failing_s))
+		SAY("%lld event%s failing since %s (over --max-failing %llds), "
+		    "holding %lld object%s: webhook-drain list --state retrying",
+		    (long long)r->waiting_retry, r->waiting_retry == 1 ? "" : "s",
+		    present_relative(r->oldest_failing, now_ns, ago),
+		    (long long)max_failing_s, (long long)r->failing_objects,
+		    r->failing_objects == 1 ? "" : "s");
+#undef SAY
 }

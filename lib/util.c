@@ -313,6 +313,7 @@ static const char *log_prog = "webhook";
  * config reload changes `log` never write to a closed descriptor. */
 static int log_fd = STDERR_FILENO;
 static int stderr_copy = -1;	/* the original stderr, to switch back to */
+static int log_file;		/* log_fd holds a file log_open opened */
 
 void
 log_init(const char *progname)
@@ -333,8 +334,9 @@ log_open(const char *path)
 	int fd;
 
 	if (path == NULL || *path == '\0') {
-		if (stderr_copy != -1 && log_fd != STDERR_FILENO)
-			(void)dup3(stderr_copy, log_fd, O_CLOEXEC);
+		if (stderr_copy != -1 && log_fd != STDERR_FILENO &&
+		    dup3(stderr_copy, log_fd, O_CLOEXEC) != -1)
+			__atomic_store_n(&log_file, 0, __ATOMIC_RELAXED);
 		return;
 	}
 	/* The receiver and the drainer (two users on a shared host) append to
@@ -351,7 +353,15 @@ log_open(const char *path)
 	}
 	if (log_fd == STDERR_FILENO || dup3(fd, log_fd, O_CLOEXEC) == -1)
 		log_msg("log: cannot switch to %s; logging to stderr", path);
+	else
+		__atomic_store_n(&log_file, 1, __ATOMIC_RELAXED);
 	close(fd);
+}
+
+int
+log_is_file(void)
+{
+	return __atomic_load_n(&log_file, __ATOMIC_RELAXED);
 }
 
 void
@@ -413,30 +423,56 @@ util_mono_ns(void)
 }
 
 int
+util_path_resolve(const char *path, char out[PATH_MAX])
+{
+	char dir[PATH_MAX];
+	const char *slash, *name;
+	size_t n;
+
+	if (realpath(path, out) != NULL)
+		return 0;
+	if ((slash = strrchr(path, '/')) == NULL) {
+		name = path;
+		if (getcwd(dir, sizeof dir) == NULL)
+			return -1;
+	} else {
+		name = slash + 1;
+		n = (size_t)(slash - path);
+		if (n == 0)
+			n = 1;	/* "/x": the root directory */
+		if (n >= sizeof dir) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+		if (realpath(dir, out) == NULL)
+			return -1;
+		memcpy(dir, out, strlen(out) + 1);
+	}
+	if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = strlen(dir);
+	if (snprintf(out, PATH_MAX, "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ?
+	    "" : "/", name) >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+int
 util_path_inside(const char *dir, const char *path)
 {
-	char rdir[PATH_MAX], rpath[PATH_MAX], tmp[PATH_MAX];
-	const char *slash;
+	char rdir[PATH_MAX], rpath[PATH_MAX];
 	size_t n;
 
 	if (realpath(dir, rdir) == NULL)
 		return 0;
-	if (realpath(path, rpath) == NULL) {
-		if ((slash = strrchr(path, '/')) == NULL) {
-			if (getcwd(tmp, sizeof tmp) == NULL)
-				return 0;
-		} else {
-			n = (size_t)(slash - path);
-			if (n == 0)
-				n = 1;	/* "/x": the root directory */
-			if (n >= sizeof tmp)
-				return 0;
-			memcpy(tmp, path, n);
-			tmp[n] = '\0';
-		}
-		if (realpath(tmp, rpath) == NULL)
-			return 0;
-	}
+	if (util_path_resolve(path, rpath) == -1)
+		return 1;
 	n = strlen(rdir);
 	if (n == 1)	/* "/" holds everything */
 		return 1;

@@ -7,6 +7,7 @@
 #ifndef WEBHOOK_UTIL_H
 #define WEBHOOK_UTIL_H
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,13 +110,31 @@ int	util_distance(const char *a, const char *b);
 void	log_init(const char *progname);
 void	log_open(const char *path);	/* NULL or "" means stderr */
 void	log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Do log lines go to a file (the config's `log`), not stderr?  A CLI
+ * that prints a problem on stderr for the operator (cron's mail) logs it
+ * too only then, so stderr does not get it twice. */
+int	log_is_file(void);
 void	log_vmsg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /*
- * Is `path` inside directory `dir` (or `dir` itself)?  Both are resolved
- * with realpath(3), so symlinks and ".." do not hide it; a path that does
- * not exist yet is judged by its directory.  Returns 1 or 0 (0 also when
- * `dir` cannot be resolved).
+ * The file `path` names, as every opener here reaches it (the inbox, the
+ * document-root guard, `check`): realpath(3) of the path when it exists;
+ * else realpath(3) of its directory, then its last name.  The kernel and
+ * SQLite disagree on "DIR/missing/../inbox.db" (SQLite drops
+ * "missing/.." by itself, open(2) fails on it), so a path whose directory
+ * does not resolve, or whose last name is "", "." or "..", is refused
+ * rather than guessed: -1 (errno ENOENT, EINVAL or ENAMETOOLONG).  Writes
+ * the result (NUL-terminated, < PATH_MAX bytes) into `out`.
+ */
+int	util_path_resolve(const char *path, char out[PATH_MAX])
+	    __attribute__((warn_unused_result));
+
+/*
+ * Is `path` inside directory `dir` (or `dir` itself)?  `dir` is resolved
+ * with realpath(3), `path` with util_path_resolve, so symlinks and ".."
+ * do not hide it; a path that does not exist yet is judged by its
+ * directory.  Returns 1 or 0: 0 when `dir` cannot be resolved, 1 when
+ * `path` cannot (it cannot be shown to be outside).
  */
 int	util_path_inside(const char *dir, const char *path);
 

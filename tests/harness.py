@@ -149,7 +149,9 @@ class Lighttpd:
     """lighttpd -D on 127.0.0.1 with webhook.fcgi behind mod_fastcgi."""
 
     def __init__(self, sandbox, procs=2, docroot=None, fcgi=FCGI,
-                 extra_env=None, conf_param=True):
+                 extra_env=None, conf_param=True, extra_conf=""):
+        """extra_conf: more lines for lighttpd.conf (e2e_faults streams
+        request bodies with server.stream-request-body)."""
         self.sb = sandbox
         self.port = free_port()
         self.docroot = docroot or os.path.join(sandbox.dir, "htdocs")
@@ -176,7 +178,9 @@ fastcgi.server = ("/hook" => ((
     "check-local" => "disable",
     "bin-environment" => (%s),
 )))
-""" % (self.port, self.docroot, sandbox.dir, fcgi, sandbox.dir, procs, envs))
+%s
+""" % (self.port, self.docroot, sandbox.dir, fcgi, sandbox.dir, procs, envs,
+       extra_conf))
         self.err = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(["lighttpd", "-D", "-f", self.conf],
                                      stdout=self.err, stderr=self.err)

@@ -1122,6 +1122,46 @@ START_TEST(load_text)
 }
 END_TEST
 
+/* Issue 18: check reports every error in one pass, in file order, then
+ * the missing required keys; config_load still gives the first only. */
+START_TEST(load_all_reports_every_error)
+{
+	static const char text[] = "tolerence = 5\n"
+	    "secret = \"" KAT_SECRET "\"\n"
+	    "max_body = lots\n"
+	    "secret = whsec_REPLACE_WITH_YOUR_SECRET\n";
+	struct config c;
+	struct buf err;
+	char path[128], want[2048];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/webhook-conf-XXXXXX", confdir);
+	ck_assert_int_ne(fd = mkstemp(path), -1);
+	ck_assert_int_eq(write(fd, text, sizeof text - 1),
+	    (ssize_t)sizeof text - 1);
+	ck_assert_int_eq(close(fd), 0);
+	buf_init(&err, 64 * 1024);
+	ck_assert_int_eq(config_load_all(path, &c, &err), -1);
+	snprintf(want, sizeof want,
+	    "%s:1: tolerence: unknown key (did you mean tolerance?)\n"
+	    "%s:2: secret: in quotes: values are written without them "
+	    "(secret = whsec_...)\n"
+	    "%s:3: max_body: not a byte count between 1 and 67108864\n"
+	    "%s:4: secret: still the example's placeholder: paste the endpoint "
+	    "secret from the provider's dashboard\n"
+	    "%s: database: required", path, path, path, path, path);
+	ck_assert_str_eq(err.data, want);
+	ck_assert_ptr_null(strstr(err.data, KAT_SECRET + 6));
+	config_free(&c);
+	buf_reset(&err);
+	ck_assert_int_eq(config_load(path, &c, &err), -1);
+	ck_assert_ptr_null(strchr(err.data, '\n'));
+	config_free(&c);
+	buf_free(&err);
+	unlink(path);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -1147,6 +1187,7 @@ config_suite(void)
 
 	tc = tcase_create("errors");
 	tcase_add_test(tc, unknown_key);
+	tcase_add_test(tc, load_all_reports_every_error);
 	tcase_add_test(tc, did_you_mean);
 	tcase_add_test(tc, broken_config_keeps_its_log);
 	tcase_add_test(tc, retention_floor);

@@ -496,6 +496,67 @@ START_TEST(extract_size_bound)
 }
 END_TEST
 
+/* Issue 21 item 9: with duplicate keys the handler's JSON (PHP, Python,
+ * JavaScript) keeps the LAST value; the extracted fields must be those. */
+START_TEST(duplicate_keys_last_wins)
+{
+	struct event_fields f;
+
+	extract_str("msg_dup",
+	    "{\"type\":\"a.first\",\"createdAt\":\"2026-03-01T00:00:00Z\","
+	    "\"data\":{\"object\":\"invoice\",\"id\":\"inv_1\"},"
+	    "\"type\":\"a.last\",\"createdAt\":\"2026-03-02T00:00:00Z\","
+	    "\"data\":{\"object\":\"customer\",\"id\":\"cus_1\",\"id\":\"cus_2\","
+	    "\"updated_at\":\"2026-03-01T00:00:00Z\","
+	    "\"updated_at\":\"2026-03-03T00:00:00Z\"}}", &f);
+	ck_assert_str_eq(f.type, "a.last");
+	ck_assert_str_eq(f.created_at_raw, "2026-03-02T00:00:00Z");
+	ck_assert_str_eq(f.created_at, "2026-03-02T00:00:00.000000000Z");
+	ck_assert_str_eq(f.object_type, "customer");
+	ck_assert_str_eq(f.object_id, "cus_2");
+	ck_assert_str_eq(f.updated_at, "2026-03-03T00:00:00.000000000Z");
+	event_fields_free(&f);
+}
+END_TEST
+
+/* Issue 21 item 9: an escaped NUL would cut a value short ("inv_1\u0000x"
+ * and "inv_1" one object): such a body gets no fields and a note. */
+START_TEST(escaped_nul_no_fields)
+{
+	static const char *const bodies[] = {
+		"{\"type\":\"t\",\"data\":{\"object\":\"invoice\","
+		"\"id\":\"inv_1\\u0000x\"}}",
+		"{\"type\":\"t\",\"data\":{\"object\":\"invoice\","
+		"\"id\\u0000\":\"inv_2\",\"id\":\"inv_1\"}}",
+		"{\"type\":\"t\\\\\\u0000\",\"data\":{}}",
+	};
+	struct event_fields f;
+	size_t i;
+
+	for (i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		extract_str("msg_nul", bodies[i], &f);
+		assert_empty(&f);
+		ck_assert_ptr_nonnull(f.note);
+		ck_assert_ptr_nonnull(strstr(f.note, "u0000"));
+		event_fields_free(&f);
+	}
+}
+END_TEST
+
+/* An escaped backslash followed by the text u0000 is no NUL: extracted. */
+START_TEST(escaped_backslash_then_u0000)
+{
+	struct event_fields f;
+
+	extract_str("msg_bs", "{\"type\":\"a\\\\u0000\",\"data\":"
+	    "{\"object\":\"o\",\"id\":\"x\"}}", &f);
+	ck_assert_str_eq(f.type, "a\\u0000");
+	ck_assert_str_eq(f.object_id, "x");
+	ck_assert_ptr_null(f.note);
+	event_fields_free(&f);
+}
+END_TEST
+
 static Suite *
 event_suite(void)
 {
@@ -512,6 +573,9 @@ event_suite(void)
 	tcase_add_test(tc, updated_at_unparseable);
 	tcase_add_test(tc, long_fields_left_out);
 	tcase_add_test(tc, fields_free);
+	tcase_add_test(tc, duplicate_keys_last_wins);
+	tcase_add_test(tc, escaped_nul_no_fields);
+	tcase_add_test(tc, escaped_backslash_then_u0000);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("not_an_event");

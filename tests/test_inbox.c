@@ -353,7 +353,7 @@ due(int64_t now, int64_t settle)
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
 	out[0] = '\0';
-	while ((s = inbox_next_due(ib, &cur, now, settle, &e, &err)) ==
+	while ((s = inbox_next_due(ib, &cur, now, settle, 0, &e, &err)) ==
 	    INBOX_OK) {
 		ck_assert_uint_lt(len + strlen(e.webhook_id) + 2, sizeof out);
 		len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
@@ -374,7 +374,7 @@ take(const char *id, int64_t now, struct inbox_event *e)
 
 	memset(&cur, 0, sizeof cur);
 	for (;;) {
-		s = inbox_next_due(ib, &cur, now, 0, e, &err);
+		s = inbox_next_due(ib, &cur, now, 0, 0, e, &err);
 		ck_assert_msg(s == INBOX_OK, "%s is not due (%d: %s)", id, s,
 		    ERR);
 		if (strcmp(e->webhook_id, id) == 0)
@@ -434,7 +434,7 @@ drain(int64_t now, const char *fail, int64_t max_attempts)
 	memset(&cur, 0, sizeof cur);
 	inbox_event_init(&e);
 	out[0] = '\0';
-	while ((s = inbox_next_due(ib, &cur, now, 0, &e, &err)) == INBOX_OK) {
+	while ((s = inbox_next_due(ib, &cur, now, 0, 0, &e, &err)) == INBOX_OK) {
 		const char *mark = "";
 
 		c = claim(&e, now);
@@ -491,7 +491,7 @@ START_TEST(open_creates_schema)
 	buf_init(&err, 4096);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
 	ck_assert_str_eq(raw_text(path, "PRAGMA journal_mode", s, sizeof s),
 	    "wal");
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema"
@@ -506,7 +506,7 @@ START_TEST(open_creates_schema)
 	p = open_at(path, 2000);
 	ib = p;
 	ck_assert_str_eq(state_of("kept"), "pending");
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"), 1);
 	inbox_close(p);
 	ib = NULL;
@@ -632,7 +632,7 @@ START_TEST(first_open_race)
 		    "failed (see stderr)", round, failed, RACERS);
 		ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"),
 		    RACERS);
-		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
 	}
 	buf_free(&err);
 }
@@ -668,6 +668,80 @@ START_TEST(busy_then_ok)
 	OK(store_body("b1", NULL, NULL, NULL, NULL, NULL, "x", 1));
 	ck_assert_str_eq(state_of("b1"), "pending");
 	sqlite3_close(other);
+	inbox_close(p);
+	ib = NULL;
+	buf_free(&err);
+}
+END_TEST
+
+/* Issue 21 item 2: the delivery's deadline ends the wait for the lock
+ * whatever busy_timeout allows (10 s here), for one store and for a batch
+ * (its earliest deadline: the requests queued behind it keep their time). */
+START_TEST(busy_ends_at_deadline)
+{
+	char path[512];
+	struct inbox *p;
+	sqlite3 *other;
+	struct event_fields f;
+	struct inbox_delivery d[2];
+	int changed[2];
+	struct inbox_batch b = { .d = d, .n = 2, .changed = changed };
+	int64_t t0, waited;
+
+	buf_init(&err, 4096);
+	new_path(path, sizeof path);
+	p = open_at(path, 10000);
+	other = raw_open(path);
+	raw_exec(other, "BEGIN IMMEDIATE");
+	memset(&f, 0, sizeof f);
+	memset(d, 0, sizeof d);
+	d[0].webhook_id = "dl1";
+	d[1].webhook_id = "dl2";
+	d[0].secret_fp = d[1].secret_fp = "fp";
+	d[0].body = d[1].body = "x";
+	d[0].body_len = d[1].body_len = 1;
+	d[0].fields = d[1].fields = &f;
+
+	t0 = util_mono_ns();
+	d[0].deadline = t0 + 300000000;
+	ck_assert_int_eq(inbox_store(p, &d[0], &err), INBOX_BUSY);
+	waited = util_mono_ns() - t0;
+	ck_assert_msg(waited < 3000000000LL, "waited %lld ms past the deadline",
+	    (long long)(waited / 1000000));
+
+	t0 = util_mono_ns();
+	d[0].deadline = t0 + 20 * 1000000000LL;
+	d[1].deadline = t0 + 300000000;
+	ck_assert_int_eq(inbox_store_batch(p, &b, &err), INBOX_BUSY);
+	waited = util_mono_ns() - t0;
+	ck_assert_msg(waited < 3000000000LL, "batch waited %lld ms",
+	    (long long)(waited / 1000000));
+
+	raw_exec(other, "ROLLBACK");
+	sqlite3_close(other);
+	inbox_close(p);
+	buf_free(&err);
+}
+END_TEST
+
+/* Issue 21 item 5: an inbox truncated in place under an open connection
+ * (`: > inbox.db`, a restore gone wrong) is noticed before the answer:
+ * INBOX_FAILED saying so, never INBOX_OK into a file that no longer holds
+ * the inbox; a fresh open then works. */
+START_TEST(truncated_under_us_refused)
+{
+	char path[512];
+	struct inbox *p;
+
+	buf_init(&err, 4096);
+	new_path(path, sizeof path);
+	p = open_at(path, 1000);
+	ib = p;
+	OK(store_body("t1", NULL, NULL, NULL, NULL, NULL, "x", 1));
+	ck_assert_int_eq(truncate(path, 0), 0);
+	ck_assert_int_eq(store_body("t2", NULL, NULL, NULL, NULL, NULL, "x", 1),
+	    INBOX_FAILED);
+	ck_assert_msg(contains(ERR, "truncated"), "error \"%s\"", ERR);
 	inbox_close(p);
 	ib = NULL;
 	buf_free(&err);
@@ -1050,7 +1124,7 @@ START_TEST(migrates_version_1)
 	free(v1);
 
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
 	    " WHERE admitted = 1"), 2);
 	new_path(fresh, sizeof fresh);
@@ -1919,6 +1993,64 @@ START_TEST(checkpoint_turns_follow_commits)
 }
 END_TEST
 
+/* Issue 21 item 4: a reader blocked on its output holds no snapshot.
+ * In every callback of a list longer than a page, another connection's
+ * TRUNCATE checkpoint completes (busy = 0): the read transaction ended
+ * before the rows were handed out.  Every event comes, once, in order. */
+struct pin_check {
+	sqlite3	*other;
+	int	 n, pinned;
+	char	 last[32];
+};
+
+static int
+pin_cb(const struct inbox_event *e, void *arg)
+{
+	struct pin_check *pc = arg;
+	sqlite3_stmt *st = NULL;
+
+	ck_assert_int_lt(strcmp(pc->last, e->webhook_id), 0);
+	snprintf(pc->last, sizeof pc->last, "%s", e->webhook_id);
+	pc->n++;
+	if (pc->n % 97 != 1)
+		return 0;
+	ck_assert_int_eq(sqlite3_prepare_v2(pc->other,
+	    "PRAGMA wal_checkpoint(TRUNCATE)", -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	if (sqlite3_column_int(st, 0) != 0)
+		pc->pinned++;
+	sqlite3_finalize(st);
+	return 0;
+}
+
+START_TEST(list_pins_no_snapshot)
+{
+	struct inbox_filter all;
+	struct pin_check pc;
+	char id[32];
+	int i;
+
+	for (i = 0; i < 600; i++) {
+		snprintf(id, sizeof id, "p%04d", i);
+		store(id, "t", AT("10:00:00"), NULL, NULL, NULL);
+	}
+	memset(&all, 0, sizeof all);
+	memset(&pc, 0, sizeof pc);
+	pc.other = raw_open(dbpath);
+	OK(inbox_list(ib, &all, 0, pin_cb, &pc, &err));
+	sqlite3_close(pc.other);
+	ck_assert_int_eq(pc.n, 600);
+	ck_assert_int_eq(pc.pinned, 0);
+	/* --limit across pages. */
+	all.limit = 300;
+	memset(&pc, 0, sizeof pc);
+	pc.other = raw_open(dbpath);
+	OK(inbox_list(ib, &all, 0, pin_cb, &pc, &err));
+	sqlite3_close(pc.other);
+	ck_assert_int_eq(pc.n, 300);
+}
+END_TEST
+
 static Suite *
 inbox_suite(void)
 {
@@ -1932,6 +2064,8 @@ inbox_suite(void)
 	tcase_add_test(tc, open_unopenable);
 	tcase_add_test(tc, first_open_race);
 	tcase_add_test(tc, busy_then_ok);
+	tcase_add_test(tc, busy_ends_at_deadline);
+	tcase_add_test(tc, truncated_under_us_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("store");
@@ -1971,6 +2105,7 @@ inbox_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("list");
+	tcase_add_test(tc, list_pins_no_snapshot);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, list_filters);
 	tcase_add_test(tc, list_bodies_and_stop);

@@ -111,7 +111,9 @@ START_TEST(event_json_escapes_and_keeps_body)
 	ck_assert_ptr_nonnull(o = present_event_json(&e, 1));
 	v = cJSON_GetObjectItemCaseSensitive(o, "webhook_id");
 	ck_assert(cJSON_IsString(v));
-	ck_assert_ptr_null(strchr(v->valuestring, '\x01'));
+	/* Issue 18: the id round-trips (the printed JSON escapes the control
+	 * byte as \u0001, so no line is forged on the way). */
+	ck_assert_str_eq(v->valuestring, "msg_\x01x");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "type")));
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "object_id")));
 	v = cJSON_GetObjectItemCaseSensitive(o, "body_base64");
@@ -126,6 +128,32 @@ START_TEST(event_json_escapes_and_keeps_body)
 	ck_assert_ptr_nonnull(o = present_event_json(&e, 0));
 	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(o, "body_base64"));
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "body_kept")));
+	cJSON_Delete(o);
+	inbox_event_free(&e);
+}
+END_TEST
+
+/* Issue 18: non-ASCII ids as real UTF-8, the output's newlines as "\n"
+ * (not "\\x0a"), bytes that are not UTF-8 as \xHH text. */
+START_TEST(event_json_keeps_utf8_and_escapes_the_rest)
+{
+	struct inbox_event e;
+	cJSON *o;
+	char *t;
+
+	inbox_event_init(&e);
+	e.webhook_id = strdup("msg_\xc3\xbc");
+	memcpy(e.state, "dead", 5);
+	ck_assert_int_eq(buf_append(&e.last_output, "line 52\n\xff\xc3", 10), 0);
+	ck_assert_ptr_nonnull(o = present_event_json(&e, 0));
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "webhook_id")->
+	    valuestring, "msg_\xc3\xbc");
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "last_output")->
+	    valuestring, "line 52\n\\xff\\xc3");
+	ck_assert_ptr_nonnull(t = cJSON_PrintUnformatted(o));
+	ck_assert_ptr_null(strstr(t, "\\\\x0a"));
+	ck_assert_ptr_null(strchr(t, '\n'));
+	free(t);
 	cJSON_Delete(o);
 	inbox_event_free(&e);
 }
@@ -253,6 +281,7 @@ suite(void)
 	tcase_add_test(tc, escaped_cannot_forge_lines);
 	tcase_add_test(tc, output_indents_each_line);
 	tcase_add_test(tc, event_json_escapes_and_keeps_body);
+	tcase_add_test(tc, event_json_keeps_utf8_and_escapes_the_rest);
 	tcase_add_test(tc, parse_when_instant_or_duration);
 	tcase_add_test(tc, event_line_for_list);
 	tcase_add_test(tc, event_card_for_show);

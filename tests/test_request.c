@@ -189,6 +189,13 @@ START_TEST(cgi_params_from_the_environment)
 }
 END_TEST
 
+/* A deadline far enough not to matter. */
+static int64_t
+later(void)
+{
+	return util_mono_ns() + 30 * (int64_t)1000000000;
+}
+
 START_TEST(cgi_reads_stdin_writes_stdout)
 {
 	struct request r;
@@ -196,10 +203,10 @@ START_TEST(cgi_reads_stdin_writes_stdout)
 
 	cgi_files("rw", "hello");
 	request_init_cgi(&r);
-	ck_assert_int_eq(request_read(&r, buf, 3, 0), 3);
-	ck_assert_int_eq(request_read(&r, buf, sizeof buf, 0), 2);
+	ck_assert_int_eq(request_read(&r, buf, 3, later()), 3);
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, later()), 2);
 	ck_assert_int_eq(memcmp(buf, "lo", 2), 0);
-	ck_assert_int_eq(request_read(&r, buf, sizeof buf, 0), 0);
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, later()), 0);
 	request_respond(&r, 200, "OK", NULL, "stored\n");
 	out = cgi_output("rw");
 	ck_assert_str_eq(out, "Status: 200 OK\r\nContent-Type: text/plain\r\n"
@@ -215,8 +222,33 @@ START_TEST(cgi_read_error)
 
 	request_init_cgi(&r);
 	close(0);
-	ck_assert_int_eq(request_read(&r, buf, sizeof buf, 0),
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, later()),
 	    REQUEST_READ_ERROR);
+}
+END_TEST
+
+/* Issue 21 item 1: plain CGI has the request's deadline too.  A client
+ * that sends nothing more (a pipe kept open, nothing written) gets
+ * REQUEST_READ_LATE at the deadline, not a process held until the web
+ * server's own timeout. */
+START_TEST(cgi_read_deadline)
+{
+	struct request r;
+	char buf[16];
+	int p[2];
+	int64_t t0;
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(dup2(p[0], 0), 0);
+	close(p[0]);
+	ck_assert_int_eq(write(p[1], "ab", 2), 2);
+	request_init_cgi(&r);
+	t0 = util_mono_ns();
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, t0 + 200000000), 2);
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, t0 + 200000000),
+	    REQUEST_READ_LATE);
+	ck_assert_int_ge(util_mono_ns() - t0, 190000000);
+	close(p[1]);
 }
 END_TEST
 
@@ -230,7 +262,7 @@ START_TEST(cgi_discard_up_to_content_length)
 	setenv("CONTENT_LENGTH", "6", 1);
 	request_init_cgi(&r);
 	request_discard_input(&r);
-	ck_assert_int_eq(request_read(&r, buf, sizeof buf, 0), 4);
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, later()), 4);
 	ck_assert_int_eq(memcmp(buf, "6789", 4), 0);
 
 	/* No CONTENT_LENGTH: to the end. */
@@ -238,7 +270,7 @@ START_TEST(cgi_discard_up_to_content_length)
 	unsetenv("CONTENT_LENGTH");
 	request_init_cgi(&r);
 	request_discard_input(&r);
-	ck_assert_int_eq(request_read(&r, buf, sizeof buf, 0), 0);
+	ck_assert_int_eq(request_read(&r, buf, sizeof buf, later()), 0);
 }
 END_TEST
 
@@ -255,6 +287,7 @@ request_suite(void)
 	tcase_add_test(tc, cgi_params_from_the_environment);
 	tcase_add_test(tc, cgi_reads_stdin_writes_stdout);
 	tcase_add_test(tc, cgi_read_error);
+	tcase_add_test(tc, cgi_read_deadline);
 	tcase_add_test(tc, cgi_discard_up_to_content_length);
 	suite_add_tcase(s, tc);
 	return s;

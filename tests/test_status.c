@@ -29,7 +29,7 @@ healthy(struct inbox_status_report *r)
 static void
 attention(const struct inbox_status_report *r, struct status_attention *a)
 {
-	status_attention(r, NOW, 3600, 900, "/srv/inbox.db", a);
+	status_attention(r, NOW, 3600, 900, "/srv/inbox.db", 6 * 3600, 2, a);
 }
 
 START_TEST(healthy_needs_nothing)
@@ -99,6 +99,31 @@ START_TEST(each_rule_at_its_limit)
 }
 END_TEST
 
+/* Issue 21 item 7: times from the future (the clock stepped back) need a
+ * human: a retry beyond retry_max from now, an arrival beyond settle. */
+START_TEST(times_from_the_future)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+
+	healthy(&r);
+	r.pending = 2;
+	ck_assert_int_eq(instant_format(NOW - 10 * SEC, r.oldest_pending), 0);
+	/* At the limits: fine. */
+	ck_assert_int_eq(instant_format(NOW + 6 * 3600 * SEC, r.latest_next_at), 0);
+	ck_assert_int_eq(instant_format(NOW + 3 * SEC, r.newest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 0);
+	/* Beyond: one line each. */
+	ck_assert_int_eq(instant_format(NOW + 24 * 3600 * SEC, r.latest_next_at), 0);
+	ck_assert_int_eq(instant_format(NOW + 23 * 3600 * SEC, r.newest_pending), 0);
+	attention(&r, &a);
+	ck_assert_int_eq(a.n, 2);
+	ck_assert_ptr_nonnull(strstr(a.line[0], "beyond retry_max"));
+	ck_assert_ptr_nonnull(strstr(a.line[1], "in the future"));
+}
+END_TEST
+
 START_TEST(json_has_nulls_and_attention)
 {
 	struct inbox_status_report r;
@@ -122,6 +147,59 @@ START_TEST(json_has_nulls_and_attention)
 }
 END_TEST
 
+/* Issue 18: a run with failures and nothing done, a run that broke, and
+ * an event failing past --max-failing each need a human at once. */
+START_TEST(failing_is_seen_within_one_run)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+
+	healthy(&r);
+	a.n = 0;
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 0);
+	snprintf(r.last_run_outcome, sizeof r.last_run_outcome,
+	    "failures: 3 done, 0 stale, 2 failed");
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 0);	/* something still goes through */
+	snprintf(r.last_run_outcome, sizeof r.last_run_outcome,
+	    "failures: 0 done, 0 stale, 200 failed");
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_ptr_nonnull(strstr(a.line[0], "the last run failed (failures: "
+	    "0 done"));
+	a.n = 0;
+	snprintf(r.last_run_outcome, sizeof r.last_run_outcome,
+	    "error: 0 done, 0 stale, 0 failed");
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 1);
+	a.n = 0;
+	healthy(&r);
+	r.waiting_retry = 3;
+	r.failing_objects = 2;
+	/* Other events done since: not everything fails. */
+	ck_assert_int_eq(instant_format(NOW - 10 * SEC, r.last_done), 0);
+	ck_assert_int_eq(instant_format(NOW - 900 * SEC, r.oldest_failing), 0);
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 0);	/* at the limit: not over it */
+	ck_assert_int_eq(instant_format(NOW - 901 * SEC, r.oldest_failing), 0);
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_str_eq(a.line[0], "3 events failing since 15m ago (over "
+	    "--max-failing 900s), holding 2 objects: webhook-drain list --state "
+	    "retrying");
+	/* Retrying, and nothing done since they arrived: seen at once,
+	 * whatever the last (idle) run said. */
+	a.n = 0;
+	r.last_done[0] = '\0';
+	ck_assert_int_eq(instant_format(NOW - 60 * SEC, r.oldest_failing), 0);
+	status_failing(&r, NOW, 900, &a);
+	ck_assert_int_eq(a.n, 1);
+	ck_assert_str_eq(a.line[0], "3 events retrying and none done since 60s "
+	    "ago: webhook-drain list --state retrying; webhook-drain try ID");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -130,7 +208,9 @@ suite(void)
 
 	tcase_add_test(tc, healthy_needs_nothing);
 	tcase_add_test(tc, each_rule_at_its_limit);
+	tcase_add_test(tc, times_from_the_future);
 	tcase_add_test(tc, json_has_nulls_and_attention);
+	tcase_add_test(tc, failing_is_seen_within_one_run);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/util.h"
@@ -697,6 +698,73 @@ START_TEST(escape_exact_fit_not_cut)
 }
 END_TEST
 
+/* Issue 21 item 3: one path resolution for the guard and the open.
+ * DIR/missing/../x does not resolve (SQLite would read it as DIR/x,
+ * open(2) fails on it): refused, and counted as inside any directory. */
+START_TEST(path_resolve_and_inside)
+{
+	char tmpl[] = "/tmp/test_util_path.XXXXXX", sub[PATH_MAX * 2],
+	    p[PATH_MAX * 2], out[PATH_MAX], real[PATH_MAX],
+	    other[PATH_MAX * 2];
+	char *d = mkdtemp(tmpl);
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_nonnull(realpath(d, real));
+	snprintf(sub, sizeof sub, "%s/docroot", d);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+	/* Not there yet: its directory, then the name. */
+	snprintf(p, sizeof p, "%s/docroot/./inbox.db", d);
+	ck_assert_int_eq(util_path_resolve(p, out), 0);
+	snprintf(other, sizeof other, "%s/docroot/inbox.db", real);
+	ck_assert_str_eq(out, other);
+	ck_assert_int_eq(util_path_inside(sub, p), 1);
+
+	/* ".." through a directory that exists: resolved, outside. */
+	snprintf(p, sizeof p, "%s/docroot/../inbox.db", d);
+	ck_assert_int_eq(util_path_resolve(p, out), 0);
+	snprintf(other, sizeof other, "%s/inbox.db", real);
+	ck_assert_str_eq(out, other);
+	ck_assert_int_eq(util_path_inside(sub, p), 0);
+
+	/* ".." after a missing directory: refused, and inside. */
+	snprintf(p, sizeof p, "%s/docroot/missing/../inbox.db", d);
+	errno = 0;
+	ck_assert_int_eq(util_path_resolve(p, out), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(util_path_inside(sub, p), 1);
+
+	/* No file name. */
+	snprintf(p, sizeof p, "%s/docroot/..", d);
+	ck_assert_int_eq(util_path_resolve(p, out) == 0 ||
+	    errno == EINVAL, 1);
+	snprintf(p, sizeof p, "%s/nodir/", d);
+	ck_assert_int_eq(util_path_resolve(p, out), -1);
+
+	rmdir(sub);
+	rmdir(d);
+}
+END_TEST
+
+/* Issue 21 item 6: the drainer logs its problems to `log` too, only when
+ * it is a file (stderr would get them twice). */
+START_TEST(log_is_file_follows_log_open)
+{
+	char path[] = "/tmp/test_util_log.XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	log_init("test_util");
+	ck_assert_int_eq(log_is_file(), 0);
+	log_open(path);
+	ck_assert_int_eq(log_is_file(), 1);
+	log_open(NULL);
+	ck_assert_int_eq(log_is_file(), 0);
+	unlink(path);
+}
+END_TEST
+
 static Suite *
 util_suite(void)
 {
@@ -705,6 +773,8 @@ util_suite(void)
 
 	tc = tcase_create("parse_decimal");
 	tcase_add_test(tc, decimal_canonical);
+	tcase_add_test(tc, path_resolve_and_inside);
+	tcase_add_test(tc, log_is_file_follows_log_open);
 	tcase_add_test(tc, decimal_refused);
 	tcase_add_test(tc, decimal_len_zero);
 	tcase_add_test(tc, decimal_uses_len_not_nul);
