@@ -261,9 +261,9 @@ inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
 	 * (util_path_inside), not SQLite's own reading of `..`. */
 	if (util_path_resolve(given, path) == -1) {
 		buf_reset(err);
-		(void)buf_printf(err, "%s: cannot resolve the path (%s): its "
-		    "directory must exist, named without a missing directory "
-		    "before a \"..\"", given, strerror(errno));
+		(void)buf_printf(err, "%s: cannot open: %s (its directory must "
+		    "exist, named without a missing directory before a \"..\")",
+		    given, strerror(errno));
 		return INBOX_FAILED;
 	}
 	if ((ib = calloc(1, sizeof *ib)) == NULL ||

@@ -463,6 +463,20 @@ util_path_resolve(const char *path, char out[PATH_MAX])
 	return 0;
 }
 
+/* Does `path` have a ".." component? */
+static int
+has_dotdot(const char *path)
+{
+	const char *p = path;
+
+	while ((p = strstr(p, "..")) != NULL) {
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return 1;
+		p += 2;
+	}
+	return 0;
+}
+
 int
 util_path_inside(const char *dir, const char *path)
 {
@@ -471,8 +485,13 @@ util_path_inside(const char *dir, const char *path)
 
 	if (realpath(dir, rdir) == NULL)
 		return 0;
+	/* A path that cannot be resolved cannot be opened (inbox_open and
+	 * check refuse it), except by a reader that resolves ".." itself, as
+	 * SQLite does: "DOCROOT/missing/../inbox.db" is DOCROOT/inbox.db to
+	 * it.  Such a path cannot be shown to be outside; one without ".."
+	 * (a directory name mistyped) is simply not there. */
 	if (util_path_resolve(path, rpath) == -1)
-		return 1;
+		return has_dotdot(path);
 	n = strlen(rdir);
 	if (n == 1)	/* "/" holds everything */
 		return 1;

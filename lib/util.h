@@ -133,8 +133,10 @@ int	util_path_resolve(const char *path, char out[PATH_MAX])
  * Is `path` inside directory `dir` (or `dir` itself)?  `dir` is resolved
  * with realpath(3), `path` with util_path_resolve, so symlinks and ".."
  * do not hide it; a path that does not exist yet is judged by its
- * directory.  Returns 1 or 0: 0 when `dir` cannot be resolved, 1 when
- * `path` cannot (it cannot be shown to be outside).
+ * directory.  Returns 1 or 0: 0 when `dir` cannot be resolved; when
+ * `path` cannot, 1 if it has a ".." component (SQLite would resolve it
+ * textually: it cannot be shown to be outside), else 0 (no opener of ours
+ * opens it: util_path_resolve refuses it).
  */
 int	util_path_inside(const char *dir, const char *path);
 
