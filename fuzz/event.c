@@ -77,16 +77,32 @@ check_fields(const struct event_fields *f)
 	}
 }
 
+static const cJSON *last_item(const cJSON *, const char *);
+
 /* A string member as event.c keeps it: NULL unless a string within the
  * bound. */
 static const char *
 want_string(const cJSON *obj, const char *name)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+	const cJSON *it = last_item(obj, name);
 
 	if (!cJSON_IsString(it) || strlen(it->valuestring) > EVENT_FIELD_MAX)
 		return NULL;
 	return it->valuestring;
+}
+
+/* obj's member `name`, the last when the key repeats: PHP, Python and
+ * JavaScript keep the last, and so does event_extract (issue 21); cJSON's
+ * own lookup gives the first. */
+static const cJSON *
+last_item(const cJSON *obj, const char *name)
+{
+	const cJSON *it, *found = NULL;
+
+	cJSON_ArrayForEach(it, obj)
+		if (it->string != NULL && strcmp(it->string, name) == 0)
+			found = it;
+	return found;
 }
 
 /* The body read again: the fields event_extract should have given. */
@@ -98,6 +114,11 @@ check_reference(const char *body, size_t size, const struct event_fields *f)
 	cJSON *root;
 	char num[32];
 
+	/* An escaped NUL leaves the event without fields (issue 21: a
+	 * truncated key or value could make two objects one); "\\u0000",
+	 * an escaped backslash before it, does not: not modelled here. */
+	if (memmem(body, size, "\\u0000", 6) != NULL)
+		return;
 	if (memchr(body, '\0', size) != NULL ||
 	    (root = cJSON_ParseWithLengthOpts(body, size, &end, 0)) == NULL)
 		return;
@@ -109,10 +130,9 @@ check_reference(const char *body, size_t size, const struct event_fields *f)
 	}
 	type = want_string(root, "type");
 	CHECK(same_str(f->type, type));
-	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	data = last_item(root, "data");
 	object = cJSON_IsObject(data) ? want_string(data, "object") : NULL;
-	id = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "id") :
-	    NULL;
+	id = cJSON_IsObject(data) ? last_item(data, "id") : NULL;
 	if (cJSON_IsString(id)) {
 		want_id = want_string(data, "id");
 	} else if (cJSON_IsNumber(id) && id->valuedouble > -9007199254740992.0 &&
