@@ -47,7 +47,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_present test_refetch test_drain test_paging test_setup_check \
 	  test_sender test_status test_digest test_history
 
-.PHONY: all deps test test-all test-build san tsan bench demo clean install static \
+.PHONY: all deps test test-all storm test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
@@ -177,14 +177,21 @@ fuzz-smoke: fuzz-build
 deps:
 	scripts/install-deps
 
+# -j2: the four builds (plain, sanitizers, static) are independent.
 test: deps
-	$(MAKE) test-all
+	$(MAKE) -j2 test-all
 
 # The static binaries, and the release tarball once its HOSTING.md exists
 # (2 s more), for tests/e2e_hosting.py; WEBHOOK_STATIC_BUILT
 # tells it that a missing one is a failure, not a reason to skip.
 test-all: test-build san tsan static-bins $(if $(wildcard docs/HOSTING.md),dist-tarball)
 	WEBHOOK_STATIC_BUILT=1 tests/run
+
+# The storm (tests/e2e_storm.py) at full size, outside make test: its
+# deliveries and kills scaled up, and a fixed seed if STORM_SEED is given.
+STORM_EVENTS ?= 6000
+storm: all
+	STORM_EVENTS=$(STORM_EVENTS) tests/run e2e_storm
 
 bench: deps
 	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/cgiloop \

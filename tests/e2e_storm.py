@@ -40,11 +40,17 @@ import provider_sim as ps
 # Never configured: deliveries signed with it must be refused.
 SECRET_C = "whsec_3q2+7wAAAAAAAAAAAAAAAAAAAAAAAAAAqqqqqqqqqqqqqq"
 # PROVIDER.md: one attempt may take at most 15 s.  The bound asserted on
-# every answer the receiver gives, far below that.
-LATENCY_BOUND = float(os.environ.get("STORM_LATENCY_BOUND", "3.0"))
+# every answer the receiver gives: its own request deadline
+# (RECEIVE_DEADLINE_S, 10 s) plus room for a busy machine to schedule the
+# answer, still inside the provider's 15 s.  A correctness bound, not a
+# speed goal (those live in make bench): a tighter one failed on a machine
+# other jobs kept busy.
+LATENCY_BOUND = float(os.environ.get("STORM_LATENCY_BOUND", "12.0"))
 # Changes published by the storm (the kill variant: two thirds), over
-# SPAN seconds: with the final drain, about a minute each here.
-DEFAULT_EVENTS = 3000
+# SPAN seconds.  make test runs this size (about a minute each on an idle
+# machine, with the final drain); `make storm` runs it at STORM_EVENTS,
+# larger, outside make test.
+DEFAULT_EVENTS = 1500
 SPAN = 40.0
 
 # One hand-out, one line, one write(2) with O_APPEND (dash's printf to a
