@@ -398,7 +398,9 @@ class TestPlumbing(DrainBase):
         self.deliver("during", obj_id=2)
         answered = time.monotonic() - t0
         self.assertIsNone(d.poll(), "the drainer finished too early to tell")
-        self.assertLess(answered, 1.0)
+        # Well inside the handler's 3 s: a receiver waiting on the drainer
+        # would answer only after it (room left for a busy machine).
+        self.assertLess(answered, 2.0)
         d.wait(30)
 
 

@@ -576,7 +576,9 @@ class TestDirect(unittest.TestCase):
         t0 = time.monotonic()
         self.p.proc.send_signal(signal.SIGTERM)
         self.p.proc.wait(5)
-        self.assertLess(time.monotonic() - t0, 1.0)
+        # Promptly, not at some poll's or linger's end (room for a busy
+        # machine's scheduling).
+        self.assertLess(time.monotonic() - t0, 3.0)
 
     def test_sigterm_when_busy_finishes_the_request(self):
         body = event_body("msg_busy")
