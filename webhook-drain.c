@@ -62,6 +62,8 @@
 
 static int verbose;
 static const char *conf_arg;
+/* check: the errors of a config that did not load whole (load_config). */
+static int config_errors;
 
 static void
 usage(void)
@@ -145,6 +147,8 @@ load_config(struct config *c, int all)
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
 		fprintf(stderr, "webhook-drain: %s\n", line);
+		if (*line != '\0')
+			config_errors++;
 		if (log_is_file())
 			log_msg("config: %s", line);
 	}
@@ -899,7 +903,7 @@ cmd_check(const struct config *c, struct opts *o)
 	struct handler_result r;
 	struct buf err;
 
-	setup_check(c, o->docroot, &h, &n);
+	setup_check_partial(c, config_errors, o->docroot, &h, &n);
 	if (o->url != NULL)
 		probe_url(c, o->url, &h, &n);
 	if (o->handler && c->handler != NULL) {
@@ -915,6 +919,8 @@ cmd_check(const struct config *c, struct opts *o)
 		buf_free(&err);
 	}
 	printf("%d failed, %d warnings\n", n.fail, n.warn);
+	if (config_errors > 0)
+		return EXIT_USAGE;	/* a config error, as before */
 	return n.fail ? EXIT_FAILED : 0;
 }
 
@@ -1180,8 +1186,16 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (load_config(&c, cmd->fn == cmd_check) == -1) {
-		free(o.object_buf);
-		return EXIT_USAGE;
+		/* check goes on with the keys that loaded (issue 18: every
+		 * finding in one pass); with an unreadable file, or for
+		 * another command, the config error is the answer. */
+		if (cmd->fn != cmd_check || c.path == NULL) {
+			free(o.object_buf);
+			config_free(&c);
+			return EXIT_USAGE;
+		}
+		printf("the config has errors (above); the checks that can "
+		    "still run:\n");
 	}
 	log_open(c.log);
 	rc = cmd->fn(&c, &o);

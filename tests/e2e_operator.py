@@ -411,6 +411,31 @@ class TestCheckHelpsNeverHarms(unittest.TestCase):
             self.assertIn(want, p.stderr)
         self.assertFalse(os.path.exists(self.keys["database"]))
 
+    def test_config_errors_then_every_check_that_can_run(self):
+        # Errors with their lines first, then the findings on the keys
+        # that loaded: the database inside the document root, the secret,
+        # the handler left unset by the typo; still creates nothing.
+        db = os.path.join(self.docroot, "inbox.db")
+        write_conf(self.sb.conf, database=db, tolerence="5", secret=SECRET_A,
+                   handlr="cat >/dev/null")
+        os.chmod(self.sb.conf, 0o600)
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "check",
+                            "--document-root", self.docroot],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **self.sb.env()))
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(":2: tolerence: unknown key (did you mean tolerance?)",
+                      p.stderr)
+        self.assertIn(":4: handlr: unknown key (did you mean handler?)",
+                      p.stderr)
+        self.assertIn("FAIL config: %s: 2 errors (above)" % self.sb.conf, p.stdout)
+        self.assertIn("ok   secret: whsec_ HMAC-SHA256", p.stdout)
+        self.assertIn("FAIL database: %s is inside the document root" % db,
+                      p.stdout)
+        self.assertIn("FAIL handler: not set", p.stdout)
+        self.assertRegex(p.stdout, r"\n3 failed, \d+ warnings\n")
+        self.assertEqual(os.listdir(self.docroot), [])
+
     def test_placeholder_secret_is_named(self):
         rc, out = self.check(secret="whsec_REPLACE_WITH_YOUR_SECRET")
         self.assertEqual(rc, 2)
