@@ -26,7 +26,7 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	3
+#define SCHEMA_VERSION	4
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -53,6 +53,17 @@ static const char migrate_v2[] =
  * writes either; a version-2 receiver still running is unaffected.
  */
 #define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
+
+/*
+ * Version 3 to 4: events.failing_since, when the event's failures since
+ * it was received or requeued began, so that `status --max-failing`
+ * counts from the first failure, not from the arrival (an event that
+ * waited behind its object or a cron gap is not "failing" for that
+ * time).  NULL for rows failed before: status falls back to their
+ * arrival.  Only the drainer writes it.
+ */
+static const char migrate_v4[] =
+    "ALTER TABLE events ADD COLUMN failing_since TEXT";
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
@@ -169,16 +180,18 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 3")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
 			goto fail;
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
-		    " TEXT")) != SQLITE_OK ||
+		if (version < 3 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
+		    " COLUMN first_error TEXT")) != SQLITE_OK ||
 		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
-		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
-		    SQLITE_OK)
+		    SQLITE_OK))
+			goto fail;
+		if ((rc = ib_exec(ib, migrate_v4)) != SQLITE_OK ||
+		    (rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
 			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)

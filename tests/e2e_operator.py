@@ -174,6 +174,25 @@ class TestStatus(OperatorBase):
         p = self.drain("status", offset=602)
         self.assertEqual(p.returncode, 0, p.stdout)
 
+    def test_failing_counts_from_the_first_failure(self):
+        # Received, then first handed out (and failed) two hours later,
+        # after a cron gap: not "failing" for those two hours.
+        self.handler_is(BROKEN)
+        self.deliver("g1", obj_id=4)
+        self.drain("run", offset=7200)
+        p = self.drain("status", "--max-failing", "10m", offset=7260)
+        self.assertEqual(p.returncode, 1, p.stdout)      # the last run failed
+        self.assertNotIn("over --max-failing", p.stdout)
+        p = self.drain("status", "--max-failing", "10m", offset=7200 + 660)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertRegex(p.stdout, r"1 event failing since 1[01]m ago "
+                         r"\(over --max-failing 600s\)")
+        # A requeue starts the count again.
+        self.assertEqual(self.drain("requeue", "g1").returncode, 0)
+        self.drain("run", offset=7200 + 700)
+        p = self.drain("status", "--max-failing", "10m", offset=7200 + 760)
+        self.assertNotIn("over --max-failing", p.stdout)
+
     def test_filter_matching_nothing_is_not_failure(self):
         self.deliver("n1")
         self.drain("run")
