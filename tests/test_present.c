@@ -256,7 +256,7 @@ START_TEST(drain_event_says_first_failure_and_death_only)
 {
 	struct handler_result r;
 	struct inbox_event e;
-	struct drain_event ev = { DRAIN_RETRY, &e, &r, 1 };
+	struct drain_event ev = { DRAIN_RETRY, &e, &r, 1, 0 };
 	char *out = NULL, *err = NULL;
 	size_t outlen, errlen;
 	FILE *o, *x;
