@@ -463,6 +463,32 @@ class TestInboxUnderfoot(FaultCase):
         self.srv = None
         ids_answered_200_are_stored(self, self.sb.db, stored)
 
+    def test_restored_in_place_at_the_same_size(self):
+        # A backup copied over the live file (same inode, same size): the
+        # size and inode checks cannot see it, the file's mtime moved
+        # without a checkpoint (the wal-index's state as it was).  Here
+        # the copy is of the file as it is (nothing was checkpointed
+        # since, every event is still in the WAL), so nothing is lost
+        # and the inbox opens again as it was: what is asserted is that
+        # the receiver noticed, answered 503 and reopened.
+        before = self.start()
+        with open(self.sb.db, "rb") as f:
+            backup = f.read()
+        middle = [self.new_id("middle") for _ in range(2)]
+        for mid in middle:
+            self.assertEqual(self.deliver(mid)[0], 200)
+        self.assertEqual(os.path.getsize(self.sb.db), len(backup))
+        time.sleep(0.05)        # a coarse-mtime filesystem sees the copy
+        with open(self.sb.db, "r+b") as f:      # cp backup inbox.db
+            f.truncate(0)
+            f.write(backup)
+        stored, refused = self.after("restored")
+        self.assertGreaterEqual(refused, 1, self.log())
+        self.assertIn("replaced or truncated in place", self.log())
+        self.srv.stop()
+        self.srv = None
+        ids_answered_200_are_stored(self, self.sb.db, before + middle + stored)
+
     def test_renamed_over(self):
         before = self.start()
         other = os.path.join(self.sb.dir, "restored.db")
