@@ -194,7 +194,8 @@ storm: all
 	STORM_EVENTS=$(STORM_EVENTS) tests/run e2e_storm
 
 bench: deps
-	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/cgiloop \
+	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/history_cost \
+	    $(B)/bench/cgiloop \
 	    $(SB)/bench/cgi_ceiling $(SB)/bench/cgi_sqlite_floor
 	bench/run
 	python3 bench/cgi.py $(SB) $(B) --out $${BENCH_RESULTS:-bench/RESULTS.md}
@@ -207,6 +208,11 @@ $(B)/bench/cgiloop: bench/cgiloop.c
 
 # (Its rule sits below SB's definition: a target's name is expanded
 # where make reads it.)
+
+# The run's added cost of history per event (bench/report.py runs it).
+$(B)/bench/history_cost: bench/history_cost.c $(B)/libwebhook.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS)
 
 # The inbox's cost per stored row by batch size (bench/run runs it).
 $(B)/bench/commit_cost: bench/commit_cost.c $(B)/libwebhook.a

@@ -6,7 +6,7 @@
  *                        [--max-failing D]
  *   webhook-drain list [FILTERS] [--limit N] [--json]
  *   webhook-drain show ID [--body] [--json]
- *   webhook-drain try ID
+ *   webhook-drain try ID [--record]
  *   webhook-drain requeue ID | requeue FILTERS [--yes]
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
@@ -62,6 +62,8 @@
 
 static int verbose;
 static const char *conf_arg;
+/* check: the errors of a config that did not load whole (load_config). */
+static int config_errors;
 
 static void
 usage(void)
@@ -81,8 +83,9 @@ usage(void)
 	    "                               exits 1 when something needs a human\n"
 	    "  list [FILTERS] [--limit N] [--json]\n"
 	    "  show ID [--body] [--json]    one event (--body: the stored bytes only)\n"
-	    "  try ID                       run the handler on it now, as a run would;\n"
-	    "                               the inbox is not changed\n"
+	    "  try ID [--record]            run the handler on it now, as a run would;\n"
+	    "                               the inbox is not changed (--record: the\n"
+	    "                               outcome is recorded as a run's)\n"
 	    "  requeue ID | FILTERS [--yes] make events due again (fresh retry budget)\n"
 	    "  forget ID | FILTERS [--yes]  delete records so a replay is accepted again\n"
 	    "  purge                        apply retention now\n"
@@ -98,7 +101,8 @@ usage(void)
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
 	    "                               the inbox lacks, then run\n"
-	    "FILTERS: --state S (pending, retrying, done, stale, dead) --type GLOB --object TYPE[:ID] --since T --until T\n"
+	    "FILTERS: --state S (pending, retrying, done, stale, dead) --failing\n"
+	    "  (= --state retrying) --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
 	    "config: -c FILE, else $WEBHOOK_CONF, else webhook.conf beside this program\n");
 }
@@ -143,6 +147,8 @@ load_config(struct config *c, int all)
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
 		fprintf(stderr, "webhook-drain: %s\n", line);
+		if (*line != '\0')
+			config_errors++;
 		if (log_is_file())
 			log_msg("config: %s", line);
 	}
@@ -182,11 +188,13 @@ enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
-	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS
+	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS, OPT_FAILING, OPT_RECORD
 };
 
 static const struct option long_opts[] = {
 	{ "state", required_argument, NULL, OPT_STATE },
+	{ "failing", no_argument, NULL, OPT_FAILING },
+	{ "record", no_argument, NULL, OPT_RECORD },
 	{ "type", required_argument, NULL, OPT_TYPE },
 	{ "object", required_argument, NULL, OPT_OBJECT },
 	{ "since", required_argument, NULL, OPT_SINCE },
@@ -216,6 +224,7 @@ struct opts {
 	int			 nfilters;
 	int			 json, yes, body;
 	int			 handler;	/* check --handler */
+	int			 record;	/* try --record */
 	int64_t			 max_time;		/* seconds; 0 = none */
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
@@ -240,7 +249,15 @@ parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
 	char *colon;
 
 	switch (ch) {
+	case OPT_FAILING:	/* what is failing now: --state retrying */
+		arg = "retrying";
+		/* FALLTHROUGH */
 	case OPT_STATE:
+		if (o->filter.state != NULL && strcmp(o->filter.state, arg)) {
+			fprintf(stderr, "webhook-drain: one state at a time "
+			    "(--failing is --state retrying)\n");
+			return -1;
+		}
 		if (strcmp(arg, "pending") && strcmp(arg, "done") &&
 		    strcmp(arg, "stale") && strcmp(arg, "dead") &&
 		    strcmp(arg, "retrying")) {
@@ -309,6 +326,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_HANDLER:
 		o->handler = 1;
 		return 0;
+	case OPT_RECORD:
+		o->record = 1;
+		return 0;
 	case OPT_ID:
 		o->id = arg;
 		return 0;
@@ -375,7 +395,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			fprintf(stderr, "webhook-drain: an option has an empty value\n");
 			return -1;
 		}
-		if (ch == OPT_STATE || ch == OPT_TYPE || ch == OPT_OBJECT ||
+		if (ch == OPT_STATE || ch == OPT_FAILING || ch == OPT_TYPE ||
+		    ch == OPT_OBJECT ||
 		    ch == OPT_SINCE || ch == OPT_UNTIL)
 			rc = parse_filter(ch, optarg, now, o);
 		else
@@ -648,9 +669,11 @@ cmd_show(const struct config *c, struct opts *o)
 /* ---- try ----------------------------------------------------------------- */
 
 /*
- * try ID: the handler on one stored event, now, as a run would give it;
- * nothing in the inbox changes.  Exit 0 when the handler succeeded, 1
- * when it failed (or the event is not there), 2 usage or config.
+ * try ID [--record]: the handler on one stored event, now, as a run would
+ * give it; nothing in the inbox changes unless --record, which records
+ * the outcome as a run would (trial.h).  Exit 0 when the handler
+ * succeeded (or --record found it stale), 1 when it failed, the event is
+ * not there, or --record could not act, 2 usage or config.
  */
 static int
 cmd_try(const struct config *c, struct opts *o)
@@ -672,9 +695,11 @@ cmd_try(const struct config *c, struct opts *o)
 	if (!inbox_exists(c))
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
-	st = trial_event(c, o->args[0], &r, &info, &err);
+	st = trial_event(c, o->args[0], o->record, &r, &info, &err);
 	trial_print(stdout, stderr, o->args[0], st, &r, &info, &err);
 	buf_free(&err);
+	if (st == TRIAL_RAN && info.recorded == TRIAL_REC_STALE)
+		return 0;	/* as a run: stale is no failure */
 	return st == TRIAL_RAN && handler_ok(&r) ? 0 : EXIT_FAILED;
 }
 
@@ -878,7 +903,7 @@ cmd_check(const struct config *c, struct opts *o)
 	struct handler_result r;
 	struct buf err;
 
-	setup_check(c, o->docroot, &h, &n);
+	setup_check_partial(c, config_errors, o->docroot, &h, &n);
 	if (o->url != NULL)
 		probe_url(c, o->url, &h, &n);
 	if (o->handler && c->handler != NULL) {
@@ -894,6 +919,8 @@ cmd_check(const struct config *c, struct opts *o)
 		buf_free(&err);
 	}
 	printf("%d failed, %d warnings\n", n.fail, n.warn);
+	if (config_errors > 0)
+		return EXIT_USAGE;	/* a config error, as before */
 	return n.fail ? EXIT_FAILED : 0;
 }
 
@@ -1159,8 +1186,16 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (load_config(&c, cmd->fn == cmd_check) == -1) {
-		free(o.object_buf);
-		return EXIT_USAGE;
+		/* check goes on with the keys that loaded (issue 18: every
+		 * finding in one pass); with an unreadable file, or for
+		 * another command, the config error is the answer. */
+		if (cmd->fn != cmd_check || c.path == NULL) {
+			free(o.object_buf);
+			config_free(&c);
+			return EXIT_USAGE;
+		}
+		printf("the config has errors (above); the checks that can "
+		    "still run:\n");
 	}
 	log_open(c.log);
 	rc = cmd->fn(&c, &o);

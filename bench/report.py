@@ -20,6 +20,14 @@
 
 The inboxes are made by the real binary (`check` applies schema.sql) and
 filled with Python's sqlite3 (as bench/drain.py does), with short bodies.
+And 3. the history's own cost, with nothing else changed: bench/
+history_cost.c runs BENCH_HISTORY_EVENTS (default 2000) pending events
+through drain_run with the history hooks and without, alternated, and
+reports both and the ratio (`make bench` builds it).  The report's two
+commands also report their peak RSS.  BENCH_REPORT_EVENTS sets the inbox's
+size (1000000 under `make bench`, the size issue 19 names; a smaller one
+for a quick look, e.g. 100000).
+
 Appends a section to BENCH_RESULTS (default bench/RESULTS.md).
 """
 import os
@@ -61,6 +69,38 @@ def cpu_of(args, env=None):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
             wall, p)
+
+
+def rss_of(args):
+    """Run args (no children); (CPU s, wall s, peak RSS MB, returncode):
+    the kernel's rusage of that one process (wait4), not of every child
+    so far (RUSAGE_CHILDREN's maxrss is the largest of them all)."""
+    t = time.monotonic()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return (ru.ru_utime + ru.ru_stime, time.monotonic() - t,
+            ru.ru_maxrss / 1024.0, p.returncode)
+
+
+def history_cost(s, work, n):
+    """build/bench/history_cost: the same run with and without the history
+    hooks (medians of 3), and the history's own CPU, µs per event."""
+    prog = os.path.abspath(os.path.join(B, "bench", "history_cost"))
+    if not os.access(prog, os.X_OK):
+        s.say("%s not built (make %s): no history row" % (prog, prog))
+        return None
+    d = os.path.join(work, "history")
+    os.mkdir(d)
+    p = subprocess.run([prog, d, str(n), "3"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise bl.Die("history_cost: %s" % p.stderr)
+    got = {}
+    for line in p.stdout.splitlines():
+        way, _, us = line.split()
+        got[way] = float(us)
+    return got
 
 
 def make_inbox(drain, d):
@@ -149,10 +189,10 @@ def report_part(s, work, n):
                        ("status --json", ["status", "--json"])):
         best = None
         for _ in range(3):
-            cpu, wall, p = cpu_of([DRAIN, "-c", conf] + args)
-            if p.returncode not in (0, 1):
-                raise bl.Die("%s: %s" % (what, p.stderr))
-            best = (cpu, wall) if best is None or cpu < best[0] else best
+            cpu, wall, rss, rc = rss_of([DRAIN, "-c", conf] + args)
+            if rc not in (0, 1):
+                raise bl.Die("%s: exit %d" % (what, rc))
+            best = (cpu, wall, rss) if best is None or cpu < best[0] else best
         rows.append((what, best))
     size = os.path.getsize(db) + os.path.getsize(db + "-wal") \
         if os.path.exists(db + "-wal") else os.path.getsize(db)
@@ -182,9 +222,11 @@ def main():
     sess = Say()
     n = bl.env_int("BENCH_REPORT_EVENTS", 1000000)
     rn = bl.env_int("BENCH_REPORT_RUN_EVENTS", 2000)
+    hn = bl.env_int("BENCH_HISTORY_EVENTS", 2000)
     base = os.environ.get("BENCH_BASELINE_DRAIN", "")
     work = tempfile.mkdtemp(prefix="webhook-bench-report-")
     try:
+        hist = history_cost(sess, work, hn)
         rows, dbsize, page = report_part(sess, work, n)
         runs = {"run": [], "run --report DIR": [], "baseline run": []}
         for i in range(3):
@@ -200,10 +242,11 @@ def main():
         "%Y-%m-%d %H:%M UTC", time.gmtime()), "",
         "Inbox of %d events (%.0f MB) with 30 days of history and a run a "
         "minute; best of 3, the drainer's CPU (user + system):" % (n, dbsize / 1e6), "",
-        "| command | CPU s | wall s | under 1 s of CPU |", "|---|---|---|---|"]
-    for what, (cpu, wall) in rows:
-        L.append("| %s | %.3f | %.3f | %s |" % (what, cpu, wall,
-                                               "yes" if cpu < 1 else "**no**"))
+        "| command | CPU s | wall s | peak RSS MB | under 1 s of CPU |",
+        "|---|---|---|---|---|"]
+    for what, (cpu, wall, rss) in rows:
+        L.append("| %s | %.3f | %.3f | %.0f | %s |" % (
+            what, cpu, wall, rss, "yes" if cpu < 1 else "**no**"))
     L += ["", "index.html: %d bytes." % page, "",
           "A run of %d pending events (handler `true`), CPU and wall per event "
           "of the drainer with its handlers, median of 3:" % rn, "",
@@ -216,9 +259,24 @@ def main():
         L.append("")
         L.append("History's added CPU per event against BENCH_BASELINE_DRAIN: "
                  "%.0f µs." % (runs["run"][1][0] - runs["baseline run"][1][0]))
-    else:
+    elif not hist:
         L += ["", "(No BENCH_BASELINE_DRAIN: history's own cost is not "
               "separated; it is in the `run` row.)"]
+    if hist:
+        L += ["", "History's added cost (bench/history_cost.c): the same run "
+              "of %d pending events (handler `true`, one object each) with "
+              "the history hooks webhook-drain installs and without any, "
+              "alternated, median of 3; CPU of the drainer and its handlers "
+              "per event, and the history's own CPU (inside the runrec "
+              "calls, the save's transaction included):" % hn, "",
+              "| run | CPU µs/event |", "|---|---|",
+              "| without history | %.1f |" % hist["without"],
+              "| with history | %.1f |" % hist["with"],
+              "| history's own | %.2f |" % hist["history"], "",
+              "Ratio with / without: %.3f; the history's own share of the "
+              "run with it: %.2f %%." % (
+                  hist["with"] / hist["without"] if hist["without"] else 0,
+                  100 * hist["history"] / hist["with"] if hist["with"] else 0)]
     text = "\n".join(L) + "\n\n"
     print(text)
     bl.append_results(os.environ.get("BENCH_RESULTS", "bench/RESULTS.md"), text)

@@ -140,6 +140,9 @@ committer_open(const char *path, const struct inbox_options *o,
 	co.group_commit = 0;
 	co.synchronous = INBOX_SYNC_FULL;
 	cm->co = co;
+	/* o->deadline is the first request's, for these opens only: the
+	 * reopens take the deadline of the batch they serve. */
+	cm->wo.deadline = cm->co.deadline = 0;
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
 		goto fail;
 	/* Without group commit (synchronous=NORMAL) the writer checkpoints

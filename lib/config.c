@@ -612,9 +612,10 @@ parse_text(const char *path, const char *text, size_t len,
 		goto out;
 	rc = 0;
 out:
-	if (rc == -1) {
+	if (rc == -1 && all == NULL) {
 		/* Keep `log`: the caller reports the error where the operator
-		 * looks (config.h). */
+		 * looks (config.h).  config_load_all keeps every key that
+		 * loaded, for check's other findings. */
 		log = c->log;
 		c->log = NULL;
 		config_free(c);

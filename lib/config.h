@@ -113,7 +113,11 @@ int	config_load_text(const char *path, const char *text, size_t len,
 
 /* As config_load, but on failure err holds every error of the file, one
  * "file:line: key: what" line each, in file order (`check`: one pass
- * reports them all, issue 18), then the required keys that are missing. */
+ * reports them all, issue 18), then the required keys that are missing;
+ * and c keeps every key that loaded (the defaults, or NULL, for the
+ * others; c->path NULL when the file could not be read), so that check
+ * can go on with the findings that do not need the rest.  config_free c
+ * whatever the result. */
 int	config_load_all(const char *path, struct config *c, struct buf *err)
 	    __attribute__((warn_unused_result));
 

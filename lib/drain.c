@@ -27,6 +27,7 @@ struct run {
 	const struct drain_hooks *h;
 	struct refetch		 rf;
 	struct drain_result	*res;
+	int			 refetched;	/* the event under way's (tell) */
 };
 
 static void say(const struct drain_hooks *h, const char *fmt, ...)
@@ -53,7 +54,7 @@ static void
 tell(struct run *run, enum drain_outcome outcome, const struct inbox_event *e,
     const struct handler_result *r, int64_t failures)
 {
-	struct drain_event ev = { outcome, e, r, failures };
+	struct drain_event ev = { outcome, e, r, failures, run->refetched };
 
 	if (run->h != NULL && run->h->event != NULL)
 		run->h->event(run->h->arg, &ev);
@@ -242,6 +243,7 @@ hand_out(struct run *run, struct inbox_event *e, int stale)
 	if (alarm.len > 0)
 		say(run->h, "%s", alarm.data);
 	nenv = drain_handler_env(e, stale, rf, attempt, env);
+	run->refetched = rf == REFETCH_OK || rf == REFETCH_STALE;
 	if (rf == REFETCH_STALE) {
 		if (inbox_finish_stale(run->ib, e, util_now_ns(), &err) != INBOX_OK) {
 			say(run->h, "%s: %s", idesc, err.data);
@@ -263,6 +265,7 @@ hand_out(struct run *run, struct inbox_event *e, int stale)
 		rc = run_handler(run, e, e->body.data ? e->body.data : "",
 		    e->body.len, env, nenv, idesc);
 	}
+	run->refetched = 0;
 	free(fetched);
 	buf_free(&err);
 	buf_free(&why);
@@ -364,7 +367,7 @@ enum drain_status
 drain_run(const struct config *c, int64_t max_time_s,
     const struct drain_hooks *h, struct drain_result *res)
 {
-	struct run run = { NULL, c, h, { NULL, 0, 0 }, res };
+	struct run run = { NULL, c, h, { NULL, 0, 0 }, res, 0 };
 	struct buf err;
 	char dir[PATH_MAX];
 	int64_t start = util_mono_ns();

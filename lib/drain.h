@@ -44,6 +44,11 @@ struct drain_event {
 	/* RETRY, DEAD: failures counted so far, this one included (1 on the
 	 * first failure, max_attempts on death). */
 	int64_t				 failures;
+	/* DONE, RETRY, DEAD, STALE_FETCHED: the API answered this event's
+	 * refetch with its object (handed out, or judged stale by it); 0
+	 * otherwise (no refetch, 404, a failed one).  The run's history
+	 * counts these (lib/runrec.c). */
+	int				 refetched;
 };
 
 /* The run's reports; every function may be NULL.  Strings live only for

@@ -26,7 +26,7 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	3
+#define SCHEMA_VERSION	4
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -53,6 +53,17 @@ static const char migrate_v2[] =
  * writes either; a version-2 receiver still running is unaffected.
  */
 #define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
+
+/*
+ * Version 3 to 4: events.failing_since, when the event's failures since
+ * it was received or requeued began, so that `status --max-failing`
+ * counts from the first failure, not from the arrival (an event that
+ * waited behind its object or a cron gap is not "failing" for that
+ * time).  NULL for rows failed before: status falls back to their
+ * arrival.  Only the drainer writes it.
+ */
+static const char migrate_v4[] =
+    "ALTER TABLE events ADD COLUMN failing_since TEXT";
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
@@ -169,16 +180,18 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 3")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
 			goto fail;
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
-		    " TEXT")) != SQLITE_OK ||
+		if (version < 3 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
+		    " COLUMN first_error TEXT")) != SQLITE_OK ||
 		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
-		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
-		    SQLITE_OK)
+		    SQLITE_OK))
+			goto fail;
+		if ((rc = ib_exec(ib, migrate_v4)) != SQLITE_OK ||
+		    (rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
 			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)
@@ -342,6 +355,89 @@ ib_bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 	if (instant_format(ns, tmp) == -1)
 		return SQLITE_RANGE;
 	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
+}
+
+/*
+ * The wal-index's checkpoint state (SQLite's file format, wal.c): the
+ * first header copy's salts (bytes 32-39, changed when the WAL restarts)
+ * and WalCkptInfo's nBackfill (96-99) and nBackfillAttempted (128-131),
+ * the latter set before a checkpoint writes any page, the former once it
+ * wrote them all (so the two differ while one is under way).  16 bytes
+ * into out (salts, nBackfill, nBackfillAttempted); -1 when there is none
+ * to read (not WAL, no mapping yet).
+ *
+ * Read through the connection's own mapping of the -shm (the VFS's
+ * xShmMap of region 0, not extended), never through a descriptor of
+ * ours: closing any descriptor of a file drops every POSIX lock the
+ * process holds on it, SQLite's included — another process then takes
+ * the -shm for unused, truncates it, and ours dies of SIGBUS.
+ */
+static int
+ckpt_state(struct inbox *ib, unsigned char out[16])
+{
+	sqlite3_file *f = NULL;
+	volatile void *map = NULL;
+	unsigned char h[136];
+
+	if (!ib->wal || sqlite3_file_control(ib->db, "main",
+	    SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || f == NULL ||
+	    f->pMethods == NULL || f->pMethods->iVersion < 2 ||
+	    f->pMethods->xShmMap(f, 0, 32768, 0, &map) != SQLITE_OK ||
+	    map == NULL)
+		return -1;
+	memcpy(h, (const void *)map, sizeof h);
+	memcpy(out, h + 32, 8);
+	memcpy(out + 8, h + 96, 4);
+	memcpy(out + 12, h + 128, 4);
+	return 0;
+}
+
+void
+ib_note_db(struct inbox *ib, const struct stat *sb)
+{
+	ib->db_mtime = sb->st_mtim;
+	ib->ckpt_known = ckpt_state(ib, ib->ckpt_state) == 0;
+}
+
+int
+ib_db_unchanged(struct inbox *ib, const struct stat *sb)
+{
+	unsigned char now[16];
+
+	if (sb->st_mtim.tv_sec == ib->db_mtime.tv_sec &&
+	    sb->st_mtim.tv_nsec == ib->db_mtime.tv_nsec)
+		return 1;
+	/* Modified: by a checkpoint (its state moved before it wrote; read
+	 * after the stat, so any checkpoint that wrote before the stat
+	 * shows), or, with the state as it was, by someone else.  Without
+	 * a state to compare (no -shm at either look) nothing is judged. */
+	if (ckpt_state(ib, now) == -1) {
+		ib->db_mtime = sb->st_mtim;
+		ib->ckpt_known = 0;
+		return 1;
+	}
+	/* A checkpoint under way (attempted past backfilled: it writes the
+	 * file until it sets nBackfill) or one that stopped half-way: no
+	 * judgement now, nothing noted; a later look judges. */
+	if (memcmp(now + 8, now + 12, 4) != 0)
+		return 1;
+	if (!ib->ckpt_known || memcmp(now, ib->ckpt_state, sizeof now) != 0) {
+		ib->db_mtime = sb->st_mtim;
+		memcpy(ib->ckpt_state, now, sizeof now);
+		ib->ckpt_known = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int
+ib_db_intact(struct inbox *ib)
+{
+	struct stat sb;
+
+	return stat(ib->path, &sb) == 0 && sb.st_dev == ib->db_dev &&
+	    sb.st_ino == ib->db_ino && sb.st_size > 0 &&
+	    sb.st_size >= ib->db_size && ib_db_unchanged(ib, &sb);
 }
 
 /* The answer when the files at the path are no longer the ones this

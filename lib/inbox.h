@@ -338,8 +338,11 @@ struct inbox_status_report {
 	int64_t	waiting_retry;		/* pending with failures > 0 */
 	int64_t	blocked;		/* pending behind an earlier one of its object */
 	int64_t	failing_objects;	/* objects with an event waiting_retry */
-	char	oldest_failing[INSTANT_SIZE];	/* received_at of the oldest
-						 * waiting_retry; "" when none */
+	char	oldest_failing[INSTANT_SIZE];	/* the earliest first failure
+						 * (since received or requeued)
+						 * of a waiting_retry event
+						 * (its received_at if it failed
+						 * before schema 4); "" when none */
 	char	last_done[INSTANT_SIZE];	/* newest finished_at of a done
 						 * event; "" when none */
 	char	oldest_pending[INSTANT_SIZE];	/* received_at; "" when none */

@@ -85,7 +85,8 @@ inbox_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
 	 * it stays as it is (the caller says how to get it back). */
 	return filtered_write(ib,
 	    "UPDATE events SET state = 'pending', failures = 0, requeued = 1,"
-	    " next_at = ?8, finished_at = NULL" FILTER_WHERE
+	    " next_at = ?8, finished_at = NULL, failing_since = NULL"
+	    FILTER_WHERE
 	    " AND body IS NOT NULL", f, now_ns, n, "requeueing", err);
 }
 
@@ -218,7 +219,10 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
 	sqlite3_finalize(st);
 	if ((rc = sqlite3_prepare_v2(ib->db,
 	    "SELECT min(received_at), sum(failures > 0),"
-	    " min(CASE WHEN failures > 0 THEN received_at END),"
+	    /* failing since: the first failure (schema 4); the arrival
+	     * for a row that failed before it. */
+	    " min(CASE WHEN failures > 0 THEN coalesce(failing_since,"
+	    " received_at) END),"
 	    " count(DISTINCT CASE WHEN failures > 0 AND object_id IS NOT NULL"
 	    " THEN object_type || ':' || object_id END),"
 	    " max(next_at), max(received_at)"

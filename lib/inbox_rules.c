@@ -433,6 +433,9 @@ inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	     * reader asks for first (the report); never reset. */
 	    "UPDATE events SET failures = failures + 1, last_error = ?2,"
 	    " first_error = coalesce(first_error, ?2),"
+	    /* failing_since: the first of the failures since received or
+	     * requeued (status --max-failing counts from it). */
+	    " failing_since = coalesce(failing_since, ?5),"
 	    " last_output = ?3,"
 	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
 	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"

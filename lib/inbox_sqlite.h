@@ -20,7 +20,9 @@
 #ifndef WEBHOOK_INBOX_SQLITE_H
 #define WEBHOOK_INBOX_SQLITE_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -123,6 +125,16 @@ struct inbox {
 	 * VACUUM, no auto_vacuum), so a smaller one was truncated or
 	 * restored in place (`: > inbox.db`) under us. */
 	off_t		 db_size;
+	/* The database file's mtime as last seen, and the wal-index's
+	 * checkpoint state (-shm: the salts, nBackfill, nBackfillAttempted)
+	 * then: only a checkpoint writes the database file in WAL mode, and
+	 * a checkpoint changes that state before it writes, so a file
+	 * modified while the state stayed as it was was written by someone
+	 * else — a backup copied over it in place, at any size
+	 * (ib_db_unchanged). */
+	struct timespec	 db_mtime;
+	unsigned char	 ckpt_state[16];
+	int		 ckpt_known;	/* ckpt_state was read */
 	uint64_t	 write_gen;	/* walsync_write_gen of the commit under way */
 	struct walsync_turn turn;	/* checkpoints, when there is no shared file */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
@@ -227,6 +239,16 @@ int	ib_make_durable(struct inbox *ib);
  * the same inodes, and a database file not shrunk (truncated or restored
  * in place)?  Two stat(2)s; checked before every store's answer. */
 int	ib_same_files(struct inbox *ib);
+/* Part of ib_same_files: is the database file `sb` (just stat'ed) still
+ * the one this connection writes, as far as its content goes — its mtime
+ * unchanged, or changed by a checkpoint (the wal-index's checkpoint state
+ * changed too)?  Notes what it saw when it says yes.  1 or 0. */
+int	ib_db_unchanged(struct inbox *ib, const struct stat *sb);
+/* Note the database file's mtime and the checkpoint state now (at open). */
+void	ib_note_db(struct inbox *ib, const struct stat *sb);
+/* The database file alone as ib_same_files judges it (same inode, not
+ * shrunk, ib_db_unchanged): before a checkpoint copies frames into it. */
+int	ib_db_intact(struct inbox *ib);
 void	ib_note_files(struct inbox *ib, const char *path);	/* at open */
 
 #endif

@@ -177,6 +177,15 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
 	int64_t saved = ib->busy_timeout_ns;
 	int rc, log = 0, done = 0;
 
+	/* Never copy frames into a file that is no longer the inbox they
+	 * belong to (a backup copied over it: ib_db_unchanged). */
+	if (!ib_db_intact(ib)) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: the database file was replaced or "
+		    "changed in place (not by a checkpoint) while open; not "
+		    "checkpointing into it", ib->path);
+		return INBOX_FAILED;
+	}
 	/* A checkpoint must sync the database file before the WAL can be
 	 * reused, whatever this connection's synchronous level. */
 	if (ib->group_commit && (rc = ib_exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
@@ -286,7 +295,7 @@ ib_same_files(struct inbox *ib)
 
 	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
 	    sb.st_ino != ib->db_ino || sb.st_size == 0 ||
-	    sb.st_size < ib->db_size)
+	    sb.st_size < ib->db_size || !ib_db_unchanged(ib, &sb))
 		return 0;
 	ib->db_size = sb.st_size;
 	if (!ib->wal ||
@@ -526,6 +535,7 @@ ib_note_files(struct inbox *ib, const char *path)
 		ib->db_dev = sb.st_dev;
 		ib->db_ino = sb.st_ino;
 		ib->db_size = sb.st_size;
+		ib_note_db(ib, &sb);
 	}
 	buf_init(&wal, 8192);
 	if (buf_printf(&wal, "%s-wal", path) == 0 && stat(wal.data, &sb) == 0) {

@@ -81,6 +81,43 @@ present_text(FILE *f, const char *s)
 		present_escaped(f, s, strlen(s));
 }
 
+static size_t	utf8_len(const unsigned char *, size_t);
+
+/*
+ * One line of a handler's output for a person (present.h): valid UTF-8
+ * as it is (a message in German stays readable), a backslash as itself
+ * (PHP namespaces, Windows paths), control bytes and bytes that are not
+ * UTF-8 as \xHH, so the bytes cannot move the cursor or forge a line.
+ */
+static void
+reading_text(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	if (len > PRESENT_ESCAPED_MAX)
+		len = PRESENT_ESCAPED_MAX;
+	while (i < len) {
+		if (p[i] >= 0x20 && p[i] < 0x7f) {
+			fputc(p[i++], f);
+		} else if (p[i] >= 0x80 && (n = utf8_len(p + i, len - i)) > 0 &&
+		    !(n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {
+			/* (U+0080..U+009F are C1 controls: escaped below) */
+			fwrite(p + i, 1, n, f);
+			i += n;
+		} else {
+			fprintf(f, "\\x%02x", p[i++]);
+		}
+	}
+}
+
+/* The line s[0..len) without the \r of a CRLF ending. */
+static size_t
+line_len(const char *s, size_t len)
+{
+	return len > 0 && s[len - 1] == '\r' ? len - 1 : len;
+}
+
 void
 present_output(FILE *f, const char *s, size_t len)
 {
@@ -90,8 +127,29 @@ present_output(FILE *f, const char *s, size_t len)
 		if (i == len || s[i] == '\n') {
 			if (i > start || i < len) {
 				fputs("  | ", f);
-				present_escaped(f, s + start, i - start);
+				reading_text(f, s + start, line_len(s + start,
+				    i - start));
 				fputc('\n', f);
+			}
+			start = i + 1;
+		}
+	}
+}
+
+void
+present_output_inline(FILE *f, const char *s, size_t len)
+{
+	size_t i, start = 0;
+	int first = 1;
+
+	for (i = 0; i <= len; i++) {
+		if (i == len || s[i] == '\n') {
+			if (i > start) {
+				if (!first)
+					fputs(" | ", f);
+				reading_text(f, s + start, line_len(s + start,
+				    i - start));
+				first = 0;
 			}
 			start = i + 1;
 		}
@@ -400,7 +458,7 @@ present_drain_event(FILE *out, FILE *err, const struct drain_event *ev,
 			fprintf(err, "webhook-drain: %s failed (%s); it will be "
 			    "retried with backoff, up to %lld attempts. Output "
 			    "tail: ", idesc, ev->r->error, (long long)max_attempts);
-			present_escaped(err, ev->r->output,
+			present_output_inline(err, ev->r->output,
 			    ev->r->output_len > 300 ? 300 : ev->r->output_len);
 			fputc('\n', err);
 		} else if (verbose) {

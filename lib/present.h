@@ -43,9 +43,17 @@ void	present_escaped(FILE *f, const char *s, size_t len);
 /* NUL-terminated s escaped as above; "-" for NULL. */
 void	present_text(FILE *f, const char *s);
 
-/* A handler's output for `show`: each of its lines as "  | line\n",
- * escaped; a last line without its newline is shown too. */
+/* A handler's output for a person (`show`, `try`, the run's digest):
+ * each of its lines as "  | line\n" (a CRLF ending is a newline too); a
+ * last line without its newline is shown too.  Decoded for reading:
+ * valid UTF-8 and backslashes as they are, control bytes (but the
+ * newlines) and bytes that are not UTF-8 as \xHH text; never a literal
+ * "\x0a" for a newline.  At most PRESENT_ESCAPED_MAX bytes of a line. */
 void	present_output(FILE *f, const char *s, size_t len);
+
+/* The same on one line (a log line, the first failure's line): the
+ * output's non-empty lines joined by " | ", no newline written. */
+void	present_output_inline(FILE *f, const char *s, size_t len);
 
 /*
  * One event as a JSON object (`list --json`, `show --json`): every column

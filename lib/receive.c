@@ -104,8 +104,11 @@ take_site(struct receive *rv, struct attempt *a)
 {
 	a->site = site_acquire(a->sites, request_param(a->r, "WEBHOOK_CONF"),
 	    &rv->err);
+	/* The first open of the inbox waits for a lock within the
+	 * request's time, as the store does (site.h). */
 	if (a->site == NULL || site_ready(a->site,
 	    request_param(a->r, "DOCUMENT_ROOT"), a->r->long_lived,
+	    a->started + RECEIVE_DEADLINE_S * (int64_t)1000000000,
 	    &rv->err) == -1) {
 		a->why = "not usable: see the config: or inbox: line logged "
 		    "when it was read or opened";

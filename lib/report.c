@@ -17,7 +17,8 @@
 #define NS	((int64_t)1000000000)
 
 const char *const report_counter_name[RC_N] = {
-	"received", "handled", "failed", "retried", "dead", "stale"
+	"received", "handled", "failed", "retried", "dead", "stale",
+	"refetched"
 };
 
 static const int64_t window_s[RW_N] = { 3600, 86400, 7 * 86400, INT64_MAX };

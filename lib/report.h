@@ -33,6 +33,7 @@
 /* The counters a bucket or window holds. */
 enum report_counter {
 	RC_RECEIVED, RC_HANDLED, RC_FAILED, RC_RETRIED, RC_DEAD, RC_STALE,
+	RC_REFETCHED,
 	RC_N
 };
 extern const char *const report_counter_name[RC_N];

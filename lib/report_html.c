@@ -149,6 +149,8 @@ tiles(FILE *f, const struct report *r)
 	tile(f, "received-24h", "received 24 h", d->c[RC_RECEIVED], 0);
 	tile(f, "handled-24h", "handled 24 h", d->c[RC_HANDLED], 0);
 	tile(f, "failed-24h", "failed 24 h", d->c[RC_FAILED], 0);
+	/* Answers of the API with the object (truncated events, `refetch`). */
+	tile(f, "refetched-24h", "refetched 24 h", d->c[RC_REFETCHED], 0);
 	fputs("<div class=\"tile\" id=\"t-duplicates\"><b>n/a</b>duplicates "
 	    "(not counted: docs/report.md)</div>\n</div>\n", f);
 }

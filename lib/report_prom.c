@@ -71,6 +71,9 @@ report_prom(FILE *f, const struct report *r)
 	    "webhook_deliveries_total{outcome=\"dead\"} %" PRId64 "\n"
 	    "webhook_deliveries_total{outcome=\"stale\"} %" PRId64 "\n",
 	    a->c[RC_HANDLED], a->c[RC_RETRIED], a->c[RC_DEAD], a->c[RC_STALE]);
+	counter(f, "webhook_refetches_total", "Refetches the provider's API "
+	    "answered with the object (truncated events, `refetch` types).",
+	    a->c[RC_REFETCHED]);
 	meta(f, "webhook_drain_runs_total", "counter",
 	    "Drainer runs that ran (not those that found the lock held), by result.");
 	for (i = 0; i < 3; i++)

@@ -41,6 +41,11 @@ runrec_event(struct runrec *r, const struct drain_event *ev, int64_t now_ns)
 	int64_t t_s = now_ns / NS;
 	char cls[64];
 
+	/* Every answer of the API with the object, whatever came of it. */
+	if (ev->refetched) {
+		r->run.refetched++;
+		history_count(&r->b, t_s, "refetched", NULL, 1);
+	}
 	switch (ev->outcome) {
 	case DRAIN_DONE:
 		handed_out(r, ev, now_ns);
@@ -61,7 +66,6 @@ runrec_event(struct runrec *r, const struct drain_event *ev, int64_t now_ns)
 		break;
 	case DRAIN_STALE_FETCHED:
 		r->run.claimed++;
-		r->run.refetched++;
 		history_count(&r->b, t_s, "stale", NULL, 1);
 		break;
 	case DRAIN_STALE:

@@ -118,13 +118,20 @@ setup_executable(const char *prog, char *found, size_t foundsz)
 /* The file itself: loads (we were given it loaded), its mode, the secrets,
  * max_body, and where it sits against the document root. */
 static void
-check_config(struct check *k, const struct config *c, const char *docroot)
+check_config(struct check *k, const struct config *c, const char *docroot,
+    int errors)
 {
 	struct stat sb;
 	char dir[PATH_MAX];
 	size_t i;
 
-	finding(k, SETUP_OK, "config", "%s loads", c->path);
+	if (errors == 0)
+		finding(k, SETUP_OK, "config", "%s loads", c->path);
+	else
+		finding(k, SETUP_FAIL, "config", "%s: %d error%s (above) — fix "
+		    "%s, then check again; the findings below judge the keys "
+		    "that loaded", c->path, errors, errors == 1 ? "" : "s",
+		    errors == 1 ? "it" : "them");
 	/* Judge relative handler paths where `run` runs them. */
 	if (drain_enter_config_dir(c->path, dir, sizeof dir) == -1)
 		finding(k, SETUP_WARN, "config", "cannot enter %s", dir);
@@ -146,13 +153,17 @@ check_config(struct check *k, const struct config *c, const char *docroot)
 		finding(k, SETUP_FAIL, "config", "%s is inside the document root "
 		    "%s, where anyone can download it — move it outside and "
 		    "point WEBHOOK_CONF at it", c->path, docroot);
-	if (util_path_inside(docroot, c->database))
+	if (c->database != NULL && util_path_inside(docroot, c->database))
 		finding(k, SETUP_FAIL, "database", "%s is inside the document "
 		    "root %s — move it outside and update `database`",
 		    c->database, docroot);
 	if (k->n->fail == 0)
 		finding(k, SETUP_OK, "document root", "config and database are "
 		    "outside %s", docroot);
+	else if (errors > 0 && !util_path_inside(docroot, c->path) &&
+	    (c->database == NULL || !util_path_inside(docroot, c->database)))
+		finding(k, SETUP_OK, "document root", "config%s outside %s",
+		    c->database ? " and database are" : " is", docroot);
 }
 
 /* The database's directory: SQLite creates the -wal and -shm files there,
@@ -318,10 +329,26 @@ void
 setup_check(const struct config *c, const char *docroot,
     const struct setup_hooks *h, struct setup_counts *n)
 {
+	setup_check_partial(c, 0, docroot, h, n);
+}
+
+void
+setup_check_partial(const struct config *c, int errors, const char *docroot,
+    const struct setup_hooks *h, struct setup_counts *n)
+{
 	struct check k = { h, n };
 
 	memset(n, 0, sizeof *n);
-	check_config(&k, c, docroot);
+	check_config(&k, c, docroot, errors);
+	if (c->database == NULL) {	/* a config error (above) */
+		finding(&k, SETUP_FAIL, "database", "not set (above): nothing "
+		    "to check — set database = /path/outside/the/web/root/"
+		    "inbox.db");
+		check_handler(&k, c->handler);
+		if (c->api_url != NULL)
+			check_api(&k, c);
+		return;
+	}
 	check_database_dir(&k, c->database, docroot);
 	/* Opening creates the inbox: never where a check already failed
 	 * (it made inbox.db inside public_html after saying to move it). */

@@ -45,6 +45,17 @@ struct setup_counts {
 void	setup_check(const struct config *c, const char *docroot,
 	    const struct setup_hooks *h, struct setup_counts *n);
 
+/*
+ * The same for a config that did not load whole (config_load_all kept
+ * the keys that loaded; its `errors` errors were said above): one FAIL
+ * for them, then every check whose keys loaded; a key that is missing
+ * (database, handler) is said to be so, nothing is created or opened
+ * that does not exist (a failure is already counted).
+ */
+void	setup_check_partial(const struct config *c, int errors,
+	    const char *docroot, const struct setup_hooks *h,
+	    struct setup_counts *n);
+
 /* The program a shell command starts: the first word after any VAR=value
  * assignments, or NULL when the command is too shell-ish to tell (quotes,
  * $, backslash, parentheses, ;, |, &, redirections).  Free the result. */

@@ -170,7 +170,7 @@ check_docroot(struct site *st, const char *docroot)
 
 int
 site_ready(struct site *st, const char *docroot, int long_lived,
-    struct buf *err)
+    int64_t deadline, struct buf *err)
 {
 	struct inbox_options io;
 	int rc = 0;
@@ -194,6 +194,7 @@ site_ready(struct site *st, const char *docroot, int long_lived,
 	 * (docs/durability.md).  Plain CGI commits and syncs at once. */
 	io.group_commit = long_lived;
 	io.short_lived = !long_lived;
+	io.deadline = deadline;		/* the open only (inbox.h) */
 	if (long_lived && st->cm == NULL &&
 	    committer_open(st->conf.database, &io, &st->cm, err) != INBOX_OK) {
 		log_msg("inbox: %s", err->data);

@@ -64,9 +64,16 @@ void	site_release(struct site *st);
  * direct connection for this process's one request?  Returns 0, or -1
  * with the reason logged (once per document root for a docroot refusal,
  * every time for an inbox that does not open).  Thread-safe.
+ * `deadline` (monotonic ns, util_mono_ns; 0: none) is the request's: the
+ * first open, which takes the write lock to check the schema, waits for
+ * a lock no longer than it (inbox_options.deadline), whatever
+ * busy_timeout allows — a request that meets a held lock at the open
+ * answers 503 in its time, as one that meets it at the store does.
+ * Requests waiting meanwhile for the same site wait behind that open,
+ * which ends by the earlier deadline.
  */
 int	site_ready(struct site *st, const char *docroot, int long_lived,
-	    struct buf *err) __attribute__((warn_unused_result));
+	    int64_t deadline, struct buf *err) __attribute__((warn_unused_result));
 
 /* The config of a site (valid while the reference is held). */
 const struct config *site_config(const struct site *st);

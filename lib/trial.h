@@ -19,7 +19,18 @@
 
 #include "config.h"
 #include "handler.h"
+#include "instant.h"
 #include "util.h"
+
+/* What `try --record` wrote (trial_event with record set). */
+enum trial_recorded {
+	TRIAL_REC_NONE,		/* nothing: a plain try, or nothing was run */
+	TRIAL_REC_DONE,		/* the event is done */
+	TRIAL_REC_RETRY,	/* a failure: retried at next_at */
+	TRIAL_REC_DEAD,		/* its max_attempts-th failure: dead */
+	TRIAL_REC_STALE		/* the stale rule (or the refetched object's
+				 * version): stale, nothing handed out */
+};
 
 /* What a trial found beside the handler's result. */
 struct trial_info {
@@ -28,23 +39,45 @@ struct trial_info {
 	int	blocked;	/* a run would hold it behind its object */
 	int	truncated;	/* the API would have been asked first */
 	long long attempt;	/* WEBHOOK_ATTEMPT given */
+	enum trial_recorded recorded;	/* with record: what was written */
+	long long failures;	/* with record: its failures now */
+	char	next_at[INSTANT_SIZE];	/* TRIAL_REC_RETRY: the next attempt */
+	int	refetched;	/* with record: handed the API's object */
 };
 
 enum trial_status {
 	TRIAL_RAN,		/* *r and *info filled */
 	TRIAL_NO_EVENT,		/* no event with that id */
 	TRIAL_NO_BODY,		/* retention dropped its body: nothing to give */
-	TRIAL_FAILED		/* the inbox or the handler's start failed (err) */
+	TRIAL_FAILED,		/* the inbox or the handler's start failed (err) */
+	/* With record only; nothing was run and nothing changed: */
+	TRIAL_LOCKED,		/* a run holds the run lock */
+	TRIAL_NOT_DUE		/* not pending, or held behind an earlier event
+				 * of its object: a run would not hand it out
+				 * (info->state, info->blocked say which) */
 };
 
 /*
- * Run c->handler (set) on the stored event `id` of c->database, which
- * is opened read-only in effect (no write is made).  Changes the working
- * directory to the config's (drain_enter_config_dir).
+ * Run c->handler (set) on the stored event `id` of c->database.  Changes
+ * the working directory to the config's (drain_enter_config_dir).
+ *
+ * record 0 (`try ID`): the inbox is opened read-only in effect (no write
+ * is made), a truncated event gets its stored body.
+ *
+ * record 1 (`try ID --record`): as one hand-out of a run, under the run
+ * lock (TRIAL_LOCKED when a run holds it), for a pending event a run
+ * would hand out now or later (TRIAL_NOT_DUE for a done, stale or dead
+ * one, or one held behind its object: `requeue ID` first); the claim
+ * (stale rule, attempts + 1), the refetch of a truncated event, the
+ * handler, then its verdict recorded as a run records it: done, or a
+ * failure with the run's backoff (dead at max_attempts).  info->recorded
+ * says which.  The run's history (report, metrics) does not count it:
+ * it is not a run.  TRIAL_FAILED with info->recorded TRIAL_REC_NONE
+ * when the verdict could not be written (the event stays pending).
  */
 enum trial_status trial_event(const struct config *c, const char *id,
-	    struct handler_result *r, struct trial_info *info, struct buf *err)
-	    __attribute__((warn_unused_result));
+	    int record, struct handler_result *r, struct trial_info *info,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /*
  * What trial_event found, for a person: on out the event's state and

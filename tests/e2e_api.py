@@ -187,6 +187,38 @@ class TestRefetch(ApiBase):
         self.assertEqual(h["body"], ev.body)
         self.assertEqual(self.row(ev.id)["state"], "done")
 
+    def test_refetches_counted_in_history_report_and_metrics(self):
+        # Two objects the API answers with (one of them in a run that
+        # fails), one it has deleted (404: no object, not counted).
+        ok = [self.truncated_event(), self.truncated_event()]
+        gone = self.truncated_event()
+        self.world.change(key=gone.key, action="delete")
+        for ev in ok + [gone]:
+            self.deliver(ev)
+        out = os.path.join(self.sb.dir, "report")
+        os.mkdir(out)
+        p = self.drain("run", "--report", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(h["refetched"] for h in self.handed()),
+                         ["0", "1", "1"])
+        runs = self.sb.rows("SELECT refetched FROM runs")
+        self.assertEqual([r["refetched"] for r in runs], [2])
+        with open(os.path.join(out, "metrics.prom")) as f:
+            prom = f.read()
+        self.assertIn("\nwebhook_refetches_total 2\n", prom)
+        with open(os.path.join(out, "index.html")) as f:
+            page = f.read()
+        self.assertIn('id="t-refetched-24h"><b>2</b>', page)
+        # A failed hand-out of a refetched object counts as well.
+        self.conf(handler="cat >/dev/null; exit 1")
+        third = self.truncated_event()
+        self.deliver(third)
+        self.drain("run")
+        p = self.drain("report", "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "metrics.prom")) as f:
+            self.assertIn("\nwebhook_refetches_total 3\n", f.read())
+
     def test_429_with_retry_after_is_honoured(self):
         ev = self.truncated_event()
         self.deliver(ev)

@@ -349,6 +349,53 @@ class TestLockHeld(FaultCase):
         ids_answered_200_are_stored(self, self.sb.db, [first] + ids)
 
 
+class TestLockHeldAtOpen(FaultCase):
+    """Item 2, at the inbox's first open: a fresh receiver process whose
+    first requests meet a held write lock (the open checks the schema
+    under it).  With busy_timeout = 10s each request waited for the lock
+    behind the one opening, then again for its own open (up to twice
+    busy_timeout); the open is bounded by the request's deadline now, so
+    every one gets its 503 + Retry-After before the provider's 15 s, and
+    once the lock is released the provider's retries are stored."""
+    conf_keys = {"busy_timeout": "10s"}
+
+    def test_first_open_bounded_by_the_deadline(self):
+        # The inbox exists (one delivery through a first server) ...
+        self.srv = Lighttpd(self.sb, procs=1)
+        first = self.new_id("first")
+        self.assertEqual(self.deliver(first)[0], 200)
+        self.srv.stop()
+        # ... and is locked when a new receiver process meets it first.
+        lock = sqlite3.connect(self.sb.db, timeout=10, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        self.srv = Lighttpd(self.sb, procs=1)
+        results = {}
+
+        def one(mid):
+            results[mid] = self.deliver(mid, timeout=60)
+        ids = [self.new_id("open") for _ in range(3)]
+        threads = []
+        for mid in ids:     # arriving while the first one's open waits
+            threads.append(threading.Thread(target=one, args=(mid,)))
+            threads[-1].start()
+            time.sleep(3)
+        for t in threads:
+            t.join()
+        lock.execute("ROLLBACK")
+        lock.close()
+        for mid in ids:
+            status, headers, took = results[mid]
+            self.assertEqual(status, 503, mid)
+            self.assertIn("Retry-After", headers)
+            self.assertLess(took, PROVIDER_TIMEOUT, mid)
+            self.assertIn("refused 503 webhook-id=%s" % mid, self.log())
+        self.assertIn("inbox: ", self.log())
+        # The provider retries: stored now, by the same process.
+        for mid in ids:
+            self.assertEqual(self.deliver(mid)[0], 200)
+        ids_answered_200_are_stored(self, self.sb.db, [first] + ids)
+
+
 class TestPathResolution(FaultCase):
     """Item 3: DOCROOT/missing/../inbox.db names a file in the document
     root (SQLite resolves the .. itself): refused with 503 and a log line,
@@ -415,6 +462,32 @@ class TestInboxUnderfoot(FaultCase):
         self.srv.stop()
         self.srv = None
         ids_answered_200_are_stored(self, self.sb.db, stored)
+
+    def test_restored_in_place_at_the_same_size(self):
+        # A backup copied over the live file (same inode, same size): the
+        # size and inode checks cannot see it, the file's mtime moved
+        # without a checkpoint (the wal-index's state as it was).  Here
+        # the copy is of the file as it is (nothing was checkpointed
+        # since, every event is still in the WAL), so nothing is lost
+        # and the inbox opens again as it was: what is asserted is that
+        # the receiver noticed, answered 503 and reopened.
+        before = self.start()
+        with open(self.sb.db, "rb") as f:
+            backup = f.read()
+        middle = [self.new_id("middle") for _ in range(2)]
+        for mid in middle:
+            self.assertEqual(self.deliver(mid)[0], 200)
+        self.assertEqual(os.path.getsize(self.sb.db), len(backup))
+        time.sleep(0.05)        # a coarse-mtime filesystem sees the copy
+        with open(self.sb.db, "r+b") as f:      # cp backup inbox.db
+            f.truncate(0)
+            f.write(backup)
+        stored, refused = self.after("restored")
+        self.assertGreaterEqual(refused, 1, self.log())
+        self.assertIn("replaced or truncated in place", self.log())
+        self.srv.stop()
+        self.srv = None
+        ids_answered_200_are_stored(self, self.sb.db, before + middle + stored)
 
     def test_renamed_over(self):
         before = self.start()

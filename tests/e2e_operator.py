@@ -91,6 +91,29 @@ class TestDigest(OperatorBase):
         self.assertIn("and 195 more are dead after 3 failures (last: exit 255)", out)
         self.assertIn("requeue --state dead --yes", out)
 
+    def test_output_is_decoded_for_reading(self):
+        # UTF-8 and backslashes as they are, CRLF a newline, ESC and a
+        # byte that is not UTF-8 escaped; never a literal \x0a.
+        self.handler_is("cat >/dev/null; printf 'Fehler: \\303\\274ber "
+                        "App\\\\Foo\\r\\nbad \\033[2J \\377\\n'; exit 3")
+        self.deliver("u1")
+        p = self.drain("run")
+        out = p.stdout + p.stderr
+        self.assertIn("  | Fehler: \u00fcber App\\Foo\n  | bad \\x1b[2J \\xff\n", out)
+        self.assertNotIn("\\x0a", out)
+        self.assertNotIn("\\x0d", out)
+        self.assertNotIn("\x1b", out)
+        # -v's one-line form: the lines joined, no \x0a either.
+        self.deliver("u2", obj_id=2)
+        p = self.drain("-v", "run")
+        self.assertIn("Output tail: Fehler: \u00fcber App\\Foo | bad \\x1b[2J \\xff\n",
+                      p.stderr)
+        self.assertNotIn("\\x0a", p.stderr)
+        # JSON keeps real JSON escapes.
+        j = json.loads(self.drain("show", "--json", "u1").stdout)
+        self.assertEqual(j["last_output"], "Fehler: \u00fcber App\\Foo\r\nbad "
+                         "\x1b[2J \\xff\n")
+
     def test_verbose_keeps_per_event_lines(self):
         for i in range(3):
             self.deliver("v%d" % i, obj_id=i)
@@ -138,11 +161,37 @@ class TestStatus(OperatorBase):
         lines = self.drain("list", "--state", "retrying").stdout.splitlines()
         self.assertEqual(len(lines), 1)
         self.assertIn("f1", lines[0])
+        # --failing: the same filter, by the name queue tools use.
+        failing = self.drain("list", "--failing").stdout.splitlines()
+        self.assertEqual([l.split()[:4] for l in failing],
+                         [l.split()[:4] for l in lines])
+        p = self.drain("list", "--failing", "--state", "dead")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("one state at a time", p.stderr)
         # Fixed and requeued: fine again.
         self.assertEqual(self.drain("requeue", "--state", "retrying", "--yes").returncode, 0)
         self.drain("run", offset=601)
         p = self.drain("status", offset=602)
         self.assertEqual(p.returncode, 0, p.stdout)
+
+    def test_failing_counts_from_the_first_failure(self):
+        # Received, then first handed out (and failed) two hours later,
+        # after a cron gap: not "failing" for those two hours.
+        self.handler_is(BROKEN)
+        self.deliver("g1", obj_id=4)
+        self.drain("run", offset=7200)
+        p = self.drain("status", "--max-failing", "10m", offset=7260)
+        self.assertEqual(p.returncode, 1, p.stdout)      # the last run failed
+        self.assertNotIn("over --max-failing", p.stdout)
+        p = self.drain("status", "--max-failing", "10m", offset=7200 + 660)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertRegex(p.stdout, r"1 event failing since 1[01]m ago "
+                         r"\(over --max-failing 600s\)")
+        # A requeue starts the count again.
+        self.assertEqual(self.drain("requeue", "g1").returncode, 0)
+        self.drain("run", offset=7200 + 700)
+        p = self.drain("status", "--max-failing", "10m", offset=7200 + 760)
+        self.assertNotIn("over --max-failing", p.stdout)
 
     def test_filter_matching_nothing_is_not_failure(self):
         self.deliver("n1")
@@ -201,6 +250,73 @@ class TestTry(OperatorBase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(self.dump(), before)
         self.assertEqual(self.drain("try", "nosuch").returncode, 1)
+
+
+class TestTryRecord(OperatorBase):
+    """try ID --record: the outcome recorded as a run records it."""
+
+    def row(self, mid):
+        con = sqlite3.connect(self.sb.db)
+        try:
+            return con.execute("SELECT state, attempts, failures, last_error,"
+                               " next_at > strftime('%Y-%m-%dT%H:%M:%f', 'now')"
+                               " FROM events WHERE webhook_id = ?",
+                               (mid,)).fetchone()
+        finally:
+            con.close()
+
+    def test_record_failure_retry_dead_then_done(self):
+        self.handler_is("cat >/dev/null; echo \"attempt $WEBHOOK_ATTEMPT\"; exit 7")
+        self.deliver("r1", obj_id=7)
+        p = self.drain("try", "r1", "--record")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("  | attempt 1", p.stdout)
+        self.assertIn("recorded: failure 1, retried from", p.stdout)
+        self.assertNotIn("the inbox is unchanged", p.stdout)
+        # As a run records it: one attempt, one failure, a backoff ahead.
+        self.assertEqual(self.row("r1"), ("pending", 1, 1, "exit 7", 1))
+        self.assertEqual(self.drain("try", "r1", "--record").returncode, 1)
+        p = self.drain("try", "r1", "--record")
+        self.assertIn("  | attempt 3", p.stdout)
+        self.assertIn("recorded: failure 3, now dead", p.stdout)
+        self.assertEqual(self.row("r1")[:3], ("dead", 3, 3))
+        # A dead event is not handed out by a run: neither by --record.
+        before = self.dump()
+        p = self.drain("try", "r1", "--record")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is dead, not pending", p.stderr)
+        self.assertEqual(self.dump(), before)
+        # Fixed, requeued, recorded done: a run then has nothing to do.
+        self.handler_is("cat >/dev/null; echo fixed")
+        self.assertEqual(self.drain("requeue", "r1").returncode, 0)
+        p = self.drain("try", "r1", "--record")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("recorded: done", p.stdout)
+        self.assertEqual(self.row("r1")[:3], ("done", 4, 0))
+        self.assertIn("done", self.drain("show", "r1").stdout)
+
+    def test_record_refuses_a_held_event_and_a_running_run(self):
+        import fcntl
+        self.handler_is("cat >/dev/null; exit 3")
+        self.deliver("h1", obj_id=8)
+        self.deliver("h2", obj_id=8)
+        self.drain("run")                   # h1 fails: h2 is held behind it
+        before = self.dump()
+        p = self.drain("try", "h2", "--record")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("held behind an earlier pending event", p.stderr)
+        self.assertEqual(self.dump(), before)
+        # A run in progress (its lock held): nothing run, nothing written.
+        with open(self.sb.db + ".drain-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            p = self.drain("try", "h1", "--record")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("a run holds the run lock", p.stderr)
+        self.assertEqual(self.dump(), before)
+        # Without --record, the same event: run, nothing recorded.
+        p = self.drain("try", "h1")
+        self.assertIn("the inbox is unchanged", p.stdout)
+        self.assertEqual(self.dump(), before)
 
 
 class TestListAndCheckHandler(OperatorBase):
@@ -313,6 +429,31 @@ class TestCheckHelpsNeverHarms(unittest.TestCase):
                      ":5: handlr: unknown key (did you mean handler?)"):
             self.assertIn(want, p.stderr)
         self.assertFalse(os.path.exists(self.keys["database"]))
+
+    def test_config_errors_then_every_check_that_can_run(self):
+        # Errors with their lines first, then the findings on the keys
+        # that loaded: the database inside the document root, the secret,
+        # the handler left unset by the typo; still creates nothing.
+        db = os.path.join(self.docroot, "inbox.db")
+        write_conf(self.sb.conf, database=db, tolerence="5", secret=SECRET_A,
+                   handlr="cat >/dev/null")
+        os.chmod(self.sb.conf, 0o600)
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "check",
+                            "--document-root", self.docroot],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **self.sb.env()))
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(":2: tolerence: unknown key (did you mean tolerance?)",
+                      p.stderr)
+        self.assertIn(":4: handlr: unknown key (did you mean handler?)",
+                      p.stderr)
+        self.assertIn("FAIL config: %s: 2 errors (above)" % self.sb.conf, p.stdout)
+        self.assertIn("ok   secret: whsec_ HMAC-SHA256", p.stdout)
+        self.assertIn("FAIL database: %s is inside the document root" % db,
+                      p.stdout)
+        self.assertIn("FAIL handler: not set", p.stdout)
+        self.assertRegex(p.stdout, r"\n3 failed, \d+ warnings\n")
+        self.assertEqual(os.listdir(self.docroot), [])
 
     def test_placeholder_secret_is_named(self):
         rc, out = self.check(secret="whsec_REPLACE_WITH_YOUR_SECRET")

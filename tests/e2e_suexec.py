@@ -397,9 +397,10 @@ CustomLog "{run}/access.log" handler
 class Host:
     """The account (a fresh home, public_html) and Apache serving it."""
 
-    def __init__(self, override="All"):
+    def __init__(self, override="All", modules=("suexec", "fcgid", "cgid")):
         self.apache = self.tap = None
         self.run = None
+        self.modules = list(modules)
         _live_hosts.add(self)
         try:
             self.start(override)
@@ -433,7 +434,7 @@ class Host:
                            HOST_DIRECTORY).format(docroot=self.docroot)
         body = HOST_CONF.format(run=self.run, docroot=self.docroot,
                                 account=ACCOUNT) + directory
-        self.apache = HostApache(self, ["suexec", "fcgid", "cgid"], body,
+        self.apache = HostApache(self, self.modules, body,
                                  user=APACHE_USER, group=APACHE_USER)
         self.tap = Tap(self.apache.port)
         self.site = "http://127.0.0.1:%d" % self.tap.port
@@ -673,9 +674,10 @@ def release_dir(parent):
 
 class GuideCase(unittest.TestCase):
     override = "All"
+    modules = ("suexec", "fcgid", "cgid")
 
     def setUp(self):
-        self.host = Host(self.override)
+        self.host = Host(self.override, self.modules)
         self.addCleanup(self.host.stop)
         self.assertTrue(self.host.suexec_enabled(),
                         "Apache did not enable suEXEC\n" + self.host.diag())
@@ -1007,6 +1009,72 @@ class TestHostIgnoringHtaccess(GuideCase):
             for l in secret_lines + [HOME.encode(), b"WEBHOOK_CONF"]:
                 self.assertNotIn(l, text)
         self.assertEqual(self.host.fcgid_processes(), [])
+
+
+class TestHostWithoutHandlerModules(GuideCase):
+    """Issue 21 item 8: a host that reads the .htaccess but has neither
+    mod_cgid/mod_cgi nor mod_fcgid.  The handler then names no module, and
+    Apache would serve the wrapper as a file: the snippet's fail-closed
+    block refuses it (403), also once the wrapper is made readable to the
+    web server (chmod 755, the two-user setup), so `send` fails, nothing
+    is stored and nothing of the setup can be downloaded."""
+    modules = ("suexec",)
+
+    def get(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.host.apache.port,
+                                       timeout=30)
+        try:
+            c.request("GET", path)
+            g = c.getresponse()
+            return g.status, g.read()
+        finally:
+            c.close()
+
+    def test_fails_closed(self):
+        self.upload()
+        self.edit()
+        self.check()
+        wrapper = os.path.join(HOME, "public_html", "webhook", "webhook.fcgi")
+        for mode in (0o700, 0o755):
+            os.chmod(wrapper, mode)
+            for line, r in self.run_step5(step5_commands()[:3]):
+                self.assertNotEqual(r.returncode, 0, "%o %s: %s%s" % (
+                    mode, line, r.stdout, r.stderr))
+                self.assertRegex(r.stdout, r"^403 webhook-id=msg_\w+ \(not "
+                                 r"webhook.fcgi's answer", r.stderr)
+            self.assertEqual(self.host.events(), {})
+            with open(wrapper, "rb") as f:
+                text = f.read()
+            for path in ("/webhook/webhook.fcgi", "/webhook/.htaccess",
+                         "/webhook/", "/webhook.fcgi", "/webhook.conf"):
+                status, body = self.get(path)
+                self.assertNotEqual(status, 200, (mode, path, body))
+                self.assertNotIn(b"WEBHOOK_CONF", body)
+                self.assertNotIn(HOME.encode(), body)
+            self.assertEqual(self.get("/webhook/webhook.fcgi")[0], 403)
+        self.assertEqual(self.host.fcgid_processes(), [])
+
+
+class TestHostWithFastCgiOnly(GuideCase):
+    """Issue 21 item 8: mod_fcgid without mod_cgid/mod_cgi.  Small bodies
+    are stored through mod_fcgid; the 250 KB one, which the snippet gives
+    plain CGI elsewhere, gets mod_fcgid's error (no 2xx, the provider
+    retries) instead of the wrapper served as a file, also when the
+    wrapper is readable (chmod 755)."""
+    modules = ("suexec", "fcgid")
+
+    def test_large_bodies_fail_closed(self):
+        self.upload()
+        self.edit()
+        self.check()
+        wrapper = os.path.join(HOME, "public_html", "webhook", "webhook.fcgi")
+        os.chmod(wrapper, 0o755)
+        (l1, small), (l2, large) = self.run_step5(step5_commands()[:3])
+        self.assertEqual(small.returncode, 0, small.stdout + small.stderr)
+        self.assertRegex(small.stdout, r"^200 webhook-id=msg_\w+ stored")
+        self.assertNotEqual(large.returncode, 0, large.stdout + large.stderr)
+        self.assertNotRegex(large.stdout, r"^2\d\d ")
+        self.assertEqual(len(self.host.events()), 1)
 
 
 if __name__ == "__main__":

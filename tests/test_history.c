@@ -121,7 +121,8 @@ START_TEST(error_classes)
 }
 END_TEST
 
-/* A run of three events: done, a retry, a death; one stale. */
+/* A run of three events: done (refetched), a retry, a death; one stale,
+ * one stale by its refetched object. */
 START_TEST(runrec_counts_a_run)
 {
 	struct runrec rec;
@@ -131,7 +132,7 @@ START_TEST(runrec_counts_a_run)
 	struct drain_result res;
 	int64_t now = (T0 + 10) * SEC;
 	size_t i;
-	int64_t handled = 0, failed = 0, waits = 0;
+	int64_t handled = 0, failed = 0, waits = 0, refetched = 0;
 
 	inbox_event_init(&e);
 	e.type = "client.updated";
@@ -141,15 +142,18 @@ START_TEST(runrec_counts_a_run)
 	r.exited = 1;
 	r.elapsed_ns = 250 * 1000000LL;
 	runrec_start(&rec, now);
-	ev = (struct drain_event){ DRAIN_DONE, &e, &r, 0 };
+	ev = (struct drain_event){ DRAIN_DONE, &e, &r, 0, 1 };	/* refetched */
 	runrec_event(&rec, &ev, now);
 	snprintf(r.error, sizeof r.error, "exit 3");
-	ev = (struct drain_event){ DRAIN_RETRY, &e, &r, 1 };
+	ev = (struct drain_event){ DRAIN_RETRY, &e, &r, 1, 0 };
 	runrec_event(&rec, &ev, now);
 	e.attempts = 3;
-	ev = (struct drain_event){ DRAIN_DEAD, &e, &r, 3 };
+	ev = (struct drain_event){ DRAIN_DEAD, &e, &r, 3, 0 };
 	runrec_event(&rec, &ev, now);
-	ev = (struct drain_event){ DRAIN_STALE, &e, NULL, 0 };
+	ev = (struct drain_event){ DRAIN_STALE, &e, NULL, 0, 0 };
+	runrec_event(&rec, &ev, now);
+	/* The API's object, older than what was done: refetched too. */
+	ev = (struct drain_event){ DRAIN_STALE_FETCHED, &e, NULL, 0, 1 };
 	runrec_event(&rec, &ev, now);
 	memset(&res, 0, sizeof res);
 	res.n.done = 1;
@@ -160,6 +164,8 @@ START_TEST(runrec_counts_a_run)
 		const struct history_delta *d = &rec.b.d[i];
 		if (strcmp(d->name, "handled") == 0)
 			handled += d->n;
+		if (strcmp(d->name, "refetched") == 0)
+			refetched += d->n;
 		if (strcmp(d->name, "failed") == 0) {
 			ck_assert_str_eq(d->label, "exit 3");
 			failed += d->n;
@@ -173,7 +179,9 @@ START_TEST(runrec_counts_a_run)
 	ck_assert_int_eq(handled, 1);
 	ck_assert_int_eq(failed, 2);
 	ck_assert_int_eq(waits, 2);	/* attempt 1 only: done and retry */
-	ck_assert_int_eq(rec.run.claimed, 3);
+	ck_assert_int_eq(refetched, 2);
+	ck_assert_int_eq(rec.run.refetched, 2);
+	ck_assert_int_eq(rec.run.claimed, 4);
 	ck_assert_int_eq(rec.run.retried, 1);
 	ck_assert_str_eq(rec.run.result, "failures");
 	runrec_free(&rec);

@@ -491,7 +491,7 @@ START_TEST(open_creates_schema)
 	buf_init(&err, 4096);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_str_eq(raw_text(path, "PRAGMA journal_mode", s, sizeof s),
 	    "wal");
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema"
@@ -506,7 +506,7 @@ START_TEST(open_creates_schema)
 	p = open_at(path, 2000);
 	ib = p;
 	ck_assert_str_eq(state_of("kept"), "pending");
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"), 1);
 	inbox_close(p);
 	ib = NULL;
@@ -632,7 +632,7 @@ START_TEST(first_open_race)
 		    "failed (see stderr)", round, failed, RACERS);
 		ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"),
 		    RACERS);
-		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	}
 	buf_free(&err);
 }
@@ -1124,7 +1124,7 @@ START_TEST(migrates_version_1)
 	free(v1);
 
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
 	    " WHERE admitted = 1"), 2);
 	new_path(fresh, sizeof fresh);
@@ -1145,6 +1145,71 @@ START_TEST(migrates_version_1)
 	ib = p;
 	ck_assert_str_eq(due(t, 0), "A0");
 	ck_assert_str_eq(drain(t, "", 5), "A0,A1,A2");
+	inbox_close(p);
+	ib = open_at(dbpath, 2000);	/* for teardown */
+}
+END_TEST
+
+/*
+ * An inbox of version 3 gains events.failing_since on open (the same
+ * columns as a new one); a failure sets it once, a requeue clears it,
+ * and status's oldest_failing counts from it (from the arrival for a
+ * row that failed before the migration).
+ */
+START_TEST(migrates_version_3_failing_since)
+{
+	char path[512], fresh[512], a[8192], b[8192];
+	struct inbox_status_report r;
+	struct inbox_event e;
+	struct inbox_filter f;
+	sqlite3 *db;
+	int64_t t = now_ns() + 60 * SEC, n;
+	int dead;
+	struct inbox *p;
+
+	new_path(path, sizeof path);
+	inbox_close(open_at(path, 2000));
+	db = raw_open(path);
+	raw_exec(db, "ALTER TABLE events DROP COLUMN failing_since;"
+	    " PRAGMA user_version = 3");
+	sqlite3_close(db);
+	p = open_at(path, 2000);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+	new_path(fresh, sizeof fresh);
+	inbox_close(open_at(fresh, 2000));
+	ck_assert_str_eq(schema_shape(path, a, sizeof a),
+	    schema_shape(fresh, b, sizeof b));
+	inbox_close(ib);
+	ib = p;
+
+	/* Received at t0, first failure at t, a second at t + 60 s. */
+	store("fs1", "t", AT("10:00:00"), "thing", "F", NULL);
+	inbox_event_init(&e);
+	take("fs1", t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	OK(inbox_finish_failed(ib, &e, t, SEC, 5, "exit 1", NULL, 0, &dead,
+	    &err));
+	e.failures = 1;
+	OK(inbox_finish_failed(ib, &e, t + 60 * SEC, SEC, 5, "exit 1", NULL, 0,
+	    &dead, &err));
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_int_eq(r.waiting_retry, 1);
+	ck_assert_int_eq(instant_format(t, b), 0);
+	ck_assert_str_eq(r.oldest_failing, b);
+	/* Requeued: its count starts again. */
+	memset(&f, 0, sizeof f);
+	f.webhook_id = "fs1";
+	OK(inbox_requeue(ib, &f, t + 120 * SEC, &n, &err));
+	ck_assert_int_eq(raw_int(path, "SELECT failing_since IS NULL FROM events"
+	    " WHERE webhook_id = 'fs1'"), 1);
+	/* A row that failed before the migration: its arrival. */
+	db = raw_open(path);
+	raw_exec(db, "UPDATE events SET failures = 1 WHERE webhook_id = 'fs1'");
+	sqlite3_close(db);
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_str_eq(r.oldest_failing, raw_text(path, "SELECT received_at"
+	    " FROM events WHERE webhook_id = 'fs1'", a, sizeof a));
+	inbox_event_free(&e);
 	inbox_close(p);
 	ib = open_at(dbpath, 2000);	/* for teardown */
 }
@@ -2084,6 +2149,7 @@ inbox_suite(void)
 	tcase_add_test(tc, hold_counts_rows_not_yet_admitted);
 	tcase_add_test(tc, drainer_admits_in_chunks);
 	tcase_add_test(tc, migrates_version_1);
+	tcase_add_test(tc, migrates_version_3_failing_since);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stale");

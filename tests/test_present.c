@@ -94,6 +94,27 @@ START_TEST(output_indents_each_line)
 }
 END_TEST
 
+/* Issue 18: the output decoded for reading, never a literal \x0a. */
+START_TEST(output_is_decoded_for_reading)
+{
+	char *out = NULL;
+
+	/* UTF-8 and backslashes as they are; a CRLF ending is a newline. */
+	CAPTURE(out, present_output(f, "Fehler: \xc3\xbc App\\Foo\r\nx", 21));
+	ck_assert_str_eq(out, "  | Fehler: \xc3\xbc App\\Foo\n  | x\n");
+	free(out);
+	/* Control bytes (ESC, a C1 control, a lone CR), invalid UTF-8 and
+	 * a NUL as \xHH text. */
+	CAPTURE(out, present_output(f, "a\x1b[2J\xc2\x9b\rb\xff\xc3\0c\n", 14));
+	ck_assert_str_eq(out, "  | a\\x1b[2J\\xc2\\x9b\\x0db\\xff\\xc3\\x00c\n");
+	free(out);
+	/* One line: the lines joined, no newline, no \x0a. */
+	CAPTURE(out, present_output_inline(f, "one\n\ntwo\r\n", 10));
+	ck_assert_str_eq(out, "one | two");
+	free(out);
+}
+END_TEST
+
 START_TEST(event_json_escapes_and_keeps_body)
 {
 	struct inbox_event e;
@@ -235,7 +256,7 @@ START_TEST(drain_event_says_first_failure_and_death_only)
 {
 	struct handler_result r;
 	struct inbox_event e;
-	struct drain_event ev = { DRAIN_RETRY, &e, &r, 1 };
+	struct drain_event ev = { DRAIN_RETRY, &e, &r, 1, 0 };
 	char *out = NULL, *err = NULL;
 	size_t outlen, errlen;
 	FILE *o, *x;
@@ -261,7 +282,7 @@ START_TEST(drain_event_says_first_failure_and_death_only)
 	fclose(x);
 	ck_assert_str_eq(out, "retry   msg_1 (exit 3; failure 2 of 12)\n");
 	ck_assert_str_eq(err, "webhook-drain: msg_1 failed (exit 3); it will be "
-	    "retried with backoff, up to 12 attempts. Output tail: oops\\x0a\n"
+	    "retried with backoff, up to 12 attempts. Output tail: oops\n"
 	    "webhook-drain: msg_1 is dead after 12 failures (last: exit 3); see "
 	    "'webhook-drain show msg_1', then requeue or forget it\n");
 	free(out);
@@ -280,6 +301,7 @@ suite(void)
 	tcase_add_test(tc, relative_switches_units_at_two);
 	tcase_add_test(tc, escaped_cannot_forge_lines);
 	tcase_add_test(tc, output_indents_each_line);
+	tcase_add_test(tc, output_is_decoded_for_reading);
 	tcase_add_test(tc, event_json_escapes_and_keeps_body);
 	tcase_add_test(tc, event_json_keeps_utf8_and_escapes_the_rest);
 	tcase_add_test(tc, parse_when_instant_or_duration);

@@ -90,6 +90,49 @@ START_TEST(missing_handler_fails)
 }
 END_TEST
 
+/* A config with errors (no database among them): the keys that loaded
+ * are still checked, the missing database is said, nothing is created. */
+START_TEST(partial_config_checks_what_loaded)
+{
+	struct setup_hooks h;
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+	struct buf err;
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(dir, sizeof dir, "%s/partial%ld", tmpdir, (long)getpid());
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof path, "%s/webhook.conf", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fprintf(f, "databse = %s/inbox.db\nsecret = %s\nhandler = %s/nosuch\n"
+	    "max_body = lots\n", dir, CHECK_SECRET, dir);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	buf_init(&err, 4096);
+	ck_assert_int_eq(config_load_all(path, &c, &err), -1);
+	ck_assert_ptr_nonnull(c.path);
+	ck_assert_ptr_null(c.database);
+	buf_init(&s.lines, 1 << 20);
+	h = (struct setup_hooks){ on_finding, on_problem, &s };
+	setup_check_partial(&c, 3, NULL, &h, &n);
+	ck_assert(contains(s.lines.data, "FAIL config: "));
+	ck_assert(contains(s.lines.data, "3 errors (above)"));
+	ck_assert(contains(s.lines.data, "FAIL database: not set"));
+	ck_assert(contains(s.lines.data, "ok secret: whsec_ HMAC-SHA256"));
+	ck_assert(contains(s.lines.data, "FAIL handler: "));
+	ck_assert(contains(s.lines.data, "/nosuch is not an executable"));
+	ck_assert_int_eq(n.fail, 3);
+	ck_assert_ptr_null(strstr(s.lines.data, "ok config: "));
+	snprintf(path, sizeof path, "%s/inbox.db", dir);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	buf_free(&s.lines);
+	buf_free(&err);
+	config_free(&c);
+}
+END_TEST
+
 START_TEST(relative_handler_judged_beside_the_config)
 {
 	char path[PATH_MAX + 16];
@@ -232,6 +275,7 @@ suite(void)
 
 	tcase_add_test(tc, good_setup_has_no_failure);
 	tcase_add_test(tc, missing_handler_fails);
+	tcase_add_test(tc, partial_config_checks_what_loaded);
 	tcase_add_test(tc, relative_handler_judged_beside_the_config);
 	tcase_add_test(tc, missing_script_fails);
 	tcase_add_test(tc, inside_document_root_fails_and_small_max_body_warns);

@@ -98,11 +98,11 @@ START_TEST(conf_found_by_param_then_env_then_default)
 	/* Nothing names it and none beside us: a site answering 503. */
 	unsetenv("WEBHOOK_CONF");
 	ck_assert_ptr_nonnull(st = site_acquire(&c, NULL, &err));
-	ck_assert_int_eq(site_ready(st, NULL, 0, &err), -1);
+	ck_assert_int_eq(site_ready(st, NULL, 0, 0, &err), -1);
 	site_release(st);
 	setenv("WEBHOOK_CONF", conf, 1);
 	ck_assert_ptr_nonnull(st = site_acquire(&c, "", &err));
-	ck_assert_int_eq(site_ready(st, NULL, 0, &err), 0);
+	ck_assert_int_eq(site_ready(st, NULL, 0, 0, &err), 0);
 	ck_assert_int_eq(site_config(st)->tolerance_s, 11);
 	site_release(st);
 	/* The parameter wins over the environment. */
@@ -140,7 +140,7 @@ START_TEST(edit_reloads_old_one_kept_while_held)
 	ck_assert_int_eq(site_config(b)->tolerance_s, 200);
 	/* The request that still holds the old one keeps it whole. */
 	ck_assert_int_eq(site_config(a)->tolerance_s, 100);
-	ck_assert_int_eq(site_ready(a, NULL, 0, &err), 0);
+	ck_assert_int_eq(site_ready(a, NULL, 0, 0, &err), 0);
 	site_release(a);
 	site_release(b);
 	site_cache_free(&c);
@@ -157,13 +157,13 @@ START_TEST(bad_conf_503_logged_once_until_fixed)
 	site_cache_init(&c, NULL);
 	for (i = 0; i < 3; i++) {
 		ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
-		ck_assert_int_eq(site_ready(st, NULL, 0, &err), -1);
+		ck_assert_int_eq(site_ready(st, NULL, 0, 0, &err), -1);
 		site_release(st);
 	}
 	ck_assert_int_eq(logged("answering 503 until it is fixed"), 1);
 	write_conf("bad", "tolerance = 60\n");
 	ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
-	ck_assert_int_eq(site_ready(st, NULL, 0, &err), 0);
+	ck_assert_int_eq(site_ready(st, NULL, 0, 0, &err), 0);
 	site_release(st);
 	site_cache_free(&c);
 }
@@ -179,8 +179,8 @@ START_TEST(database_in_docroot_refused_logged_once)
 	site_cache_init(&c, NULL);
 	ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
 	/* The directory holds config and database: the config is named. */
-	ck_assert_int_eq(site_ready(st, dir, 0, &err), -1);
-	ck_assert_int_eq(site_ready(st, dir, 0, &err), -1);
+	ck_assert_int_eq(site_ready(st, dir, 0, 0, &err), -1);
+	ck_assert_int_eq(site_ready(st, dir, 0, 0, &err), -1);
 	ck_assert_int_eq(logged("the config file is inside the document root"),
 	    1);
 	site_release(st);
@@ -198,10 +198,10 @@ START_TEST(database_in_docroot_refused_logged_once)
 	}
 	site_cache_init(&c, NULL);
 	ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
-	ck_assert_int_eq(site_ready(st, docroot, 0, &err), -1);
+	ck_assert_int_eq(site_ready(st, docroot, 0, 0, &err), -1);
 	ck_assert_int_eq(logged("the database is inside the document root"), 1);
 	/* Another document root, with neither inside: fine. */
-	ck_assert_int_eq(site_ready(st, "/nonexistent-docroot", 0, &err), 0);
+	ck_assert_int_eq(site_ready(st, "/nonexistent-docroot", 0, 0, &err), 0);
 	site_release(st);
 	site_cache_free(&c);
 }
@@ -218,7 +218,7 @@ store_twice(int long_lived)
 	write_conf(long_lived ? "storelong" : "store", "");
 	site_cache_init(&c, NULL);
 	ck_assert_ptr_nonnull(st = site_acquire(&c, conf, &err));
-	ck_assert_int_eq(site_ready(st, "", long_lived, &err), 0);
+	ck_assert_int_eq(site_ready(st, "", long_lived, 0, &err), 0);
 	memset(&f, 0, sizeof f);
 	memset(&d, 0, sizeof d);
 	d.webhook_id = "msg_site";
