@@ -92,6 +92,15 @@ enum inbox_status inbox_open(const char *path, const struct inbox_options *o,
 	    __attribute__((warn_unused_result));
 void	inbox_close(struct inbox *ib);	/* accepts NULL */
 
+/*
+ * Call first in a process that will open one short_lived connection and
+ * then end (plain CGI), before any store is opened and while it has one
+ * thread: tunes the store's process-wide memory for a life of a few
+ * milliseconds (docs/cgi.md).  Optional: without it everything works, a
+ * little slower.
+ */
+void	inbox_process_short_lived(void);
+
 /* The schema version this program writes; an inbox with a newer one is
  * refused by inbox_open. */
 int	inbox_schema_version(void);

@@ -219,7 +219,8 @@ int	ib_busy_wait(void *arg, int count);
 /*
  * Before sqlite3_open_v2: the VFS to open with — "webhook-cgi" for a
  * short_lived connection whose shared walsync file opened (ib->role),
- * else NULL (the default).
+ * else NULL (the default).  `path`, here and in ib_wal_setup, is
+ * inbox_open's resolved path (util_path_resolve): walsync_open_real.
  */
 const char *ib_wal_vfs(struct inbox *ib, const char *path,
 	    const struct inbox_options *o, struct buf *err);

@@ -436,7 +436,7 @@ ib_wal_vfs(struct inbox *ib, const char *path, const struct inbox_options *o,
 {
 	/* Plain CGI: its shared page first, for the VFS. */
 	if (o->short_lived && !o->group_commit &&
-	    walsync_open(path, &ib->role, err) == 0) {
+	    walsync_open_real(path, &ib->role, err) == 0) {
 		cgi_ws = ib->role;
 		return cgi_vfs_name();
 	}
@@ -467,7 +467,7 @@ group_commit_setup(struct inbox *ib, const char *path, struct buf *err)
 	sqlite3_wal_hook(ib->db, wal_hook, ib);
 	/* Without the shared counters each process syncs for itself: slower,
 	 * never wrong.  Say why once per open. */
-	if (walsync_open(path, &ib->ws, err) == -1)
+	if (walsync_open_real(path, &ib->ws, err) == -1)
 		log_msg("inbox: %s (each process syncs alone)", err->data);
 	return INBOX_OK;
 }
@@ -500,7 +500,7 @@ ib_wal_setup(struct inbox *ib, const char *path, const struct inbox_options *o,
 		enum inbox_status s = group_commit_setup(ib, path, err);
 		if (s != INBOX_OK)
 			return s;
-	} else if (ib->role != NULL || walsync_open(path, &ib->role, err) == 0) {
+	} else if (ib->role != NULL || walsync_open_real(path, &ib->role, err) == 0) {
 		sqlite3_wal_hook(ib->db, role_wal_hook, ib);
 	}	/* else SQLite's own auto-checkpoint, as any program's */
 	if (shared_file(ib) != NULL)

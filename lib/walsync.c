@@ -53,36 +53,52 @@ int
 walsync_open(const char *database, struct walsync **out, struct buf *err)
 {
 	char real[PATH_MAX];
+
+	if (realpath(database, real) != NULL)
+		database = real;
+	return walsync_open_real(database, out, err);
+}
+
+int
+walsync_open_real(const char *database, struct walsync **out, struct buf *err)
+{
 	struct walsync *ws = NULL;
 	struct buf path;
+	struct stat sb;
 	uint64_t zero = 0;
 	void *map;
 	int fd = -1;
 
 	*out = NULL;
 	buf_init(&path, 8192);
-	if (realpath(database, real) != NULL)
-		database = real;
 	if (buf_printf(&path, "%s.wal-sync", database) == -1) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: path too long", database);
 		goto fail;
 	}
 	fd = open(path.data, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0660);
-	if (fd == -1) {
+	if (fd == -1 || fstat(fd, &sb) == -1) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
 		goto fail;
 	}
 	/* Two users may run receivers (FastCGI and plain CGI under suEXEC):
 	 * give the group its share whatever the umask.  Fails harmlessly
-	 * when another user owns the file. */
-	(void)fchmod(fd, 0660);
+	 * when another user owns the file.  Only when it lacks it: a chmod
+	 * is a journalled inode update, which a plain-CGI request would
+	 * otherwise pay every time (docs/cgi.md). */
+	if ((sb.st_mode & 0660) != 0660)
+		(void)fchmod(fd, 0660);
 	/* Every opener makes sure the page exists on disk (new bytes are
 	 * zeros, a valid state).  Allocated, not just sized: a sparse page
 	 * touched through the mapping on a full disk would kill the process
-	 * with SIGBUS instead of failing here. */
-	if ((errno = posix_fallocate(fd, 0, WALSYNC_SIZE)) != 0) {
+	 * with SIGBUS instead of failing here.  A file already that large
+	 * with that many blocks was allocated by an earlier opener (the
+	 * file only ever has this one page); fallocate again would be one
+	 * more journalled inode update per plain-CGI request. */
+	if ((sb.st_size < WALSYNC_SIZE ||
+	    (int64_t)sb.st_blocks * 512 < WALSYNC_SIZE) &&
+	    (errno = posix_fallocate(fd, 0, WALSYNC_SIZE)) != 0) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: %s", path.data, strerror(errno));
 		goto fail;
@@ -102,9 +118,11 @@ walsync_open(const char *database, struct walsync **out, struct buf *err)
 	ws->fd = fd;
 	ws->sh = map;
 	/* A new file gets its magic; anything else that is not ours is left
-	 * alone (and not trusted). */
-	(void)__atomic_compare_exchange_n(&ws->sh->magic, &zero, WALSYNC_MAGIC,
-	    0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	 * alone (and not trusted).  Looked at first: a compare-and-swap
+	 * writes the page even when it fails, an inode time update. */
+	if (__atomic_load_n(&ws->sh->magic, __ATOMIC_SEQ_CST) == 0)
+		(void)__atomic_compare_exchange_n(&ws->sh->magic, &zero,
+		    WALSYNC_MAGIC, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&ws->sh->magic, __ATOMIC_SEQ_CST) != WALSYNC_MAGIC) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: not a wal-sync file (remove it)",

@@ -55,6 +55,13 @@ struct walsync;
 int	walsync_open(const char *database, struct walsync **out, struct buf *err)
 	    __attribute__((warn_unused_result));
 
+/* The same for a `database` path that is already real (realpath(3), as
+ * util_path_resolve gives for an existing file): saves a plain-CGI
+ * request the path's readlink calls.  A path that is not real still
+ * works, but its processes may not share the file with others'. */
+int	walsync_open_real(const char *database, struct walsync **out,
+	    struct buf *err) __attribute__((warn_unused_result));
+
 /* Unmap and close.  Accepts NULL. */
 void	walsync_close(struct walsync *ws);
 

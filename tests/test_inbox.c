@@ -748,6 +748,56 @@ START_TEST(truncated_under_us_refused)
 }
 END_TEST
 
+/*
+ * A plain-CGI process: inbox_process_short_lived before anything opens
+ * SQLite, then one short_lived connection stores durably.  In a child, so
+ * that SQLite starts there with the setting (sqlite3_config only works
+ * before SQLite initialises).  With it, SQLite keeps no memory statistics:
+ * the memory in use reads 0 with a connection open.
+ */
+START_TEST(short_lived_process_stores)
+{
+	char path[512];
+	pid_t pid;
+	int status;
+
+	new_path(path, sizeof path);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		struct inbox_options o = { .busy_timeout_ms = 5000,
+		    .synchronous = INBOX_SYNC_FULL, .short_lived = 1 };
+		sqlite3_int64 cur = -1, hi = -1;
+
+		buf_init(&err, 4096);
+		(void)sqlite3_shutdown();	/* nothing open in this child */
+		inbox_process_short_lived();
+		if (inbox_open(path, &o, &ib, &err) != INBOX_OK) {
+			fprintf(stderr, "open: %s\n", ERR);
+			_exit(1);
+		}
+		if (store_body("cgi-1", "x.y", NULL, NULL, NULL, NULL, "{}", 2)
+		    != INBOX_OK) {
+			fprintf(stderr, "store: %s\n", ERR);
+			_exit(2);
+		}
+		if (sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &cur, &hi, 0) !=
+		    SQLITE_OK || cur != 0) {
+			fprintf(stderr, "memory statistics kept: %lld\n",
+			    (long long)cur);
+			_exit(3);
+		}
+		inbox_close(ib);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "child status %d (see stderr)", status);
+	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
+	    " WHERE webhook_id = 'cgi-1'"), 1);
+}
+END_TEST
+
 /* ==== store =============================================================== */
 
 START_TEST(store_and_duplicate)
@@ -2128,6 +2178,7 @@ inbox_suite(void)
 	tcase_add_test(tc, open_refuses_newer_schema);
 	tcase_add_test(tc, open_unopenable);
 	tcase_add_test(tc, first_open_race);
+	tcase_add_test(tc, short_lived_process_stores);
 	tcase_add_test(tc, busy_then_ok);
 	tcase_add_test(tc, busy_ends_at_deadline);
 	tcase_add_test(tc, truncated_under_us_refused);

@@ -676,6 +676,61 @@ START_TEST(created_group_writable)
 }
 END_TEST
 
+/* The file as it is already (the page allocated, 0660): opening it again
+ * changes nothing about the inode.  A chmod or fallocate at every open
+ * would change its ctime: an inode update each plain-CGI request paid. */
+START_TEST(an_existing_file_is_left_as_it_is)
+{
+	char db[256], path[300];
+	struct walsync *ws;
+	struct buf err;
+	struct stat before, after;
+
+	setup();
+	db_path(db, sizeof db, "again");
+	ws = open_ok(db);
+	walsync_close(ws);
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	ck_assert_int_eq(stat(path, &before), 0);
+	usleep(30000);		/* past the coarse clock inode times use */
+	buf_init(&err, 4096);
+	ck_assert_msg(walsync_open_real(db, &ws, &err) == 0, "%s", err.data);
+	buf_free(&err);
+	ck_assert_int_eq(stat(path, &after), 0);
+	ck_assert_int_eq(after.st_ctim.tv_sec, before.st_ctim.tv_sec);
+	ck_assert_int_eq(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec);
+	ck_assert_int_eq(after.st_mode & 0777, 0660);
+	walsync_close(ws);
+}
+END_TEST
+
+/* A file left 0600 (another umask, an older version) gets the group's
+ * share; one left sparse (sized, never allocated) gets its page. */
+START_TEST(an_existing_file_is_completed)
+{
+	char db[256], path[300];
+	struct walsync *ws;
+	struct stat sb;
+	int fd;
+
+	setup();
+	db_path(db, sizeof db, "sparse");
+	snprintf(path, sizeof path, "%s.wal-sync", db);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	close(fd);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_blocks, 0);
+	ws = open_ok(db);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0660);
+	ck_assert_int_ge((long long)sb.st_blocks * 512, 4096);
+	walsync_close(ws);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -701,6 +756,8 @@ suite(void)
 	tcase_add_test(tc, one_checkpointer_at_a_time);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
+	tcase_add_test(tc, an_existing_file_is_left_as_it_is);
+	tcase_add_test(tc, an_existing_file_is_completed);
 	suite_add_tcase(s, tc);
 	return s;
 }
