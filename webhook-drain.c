@@ -1,7 +1,7 @@
 /*
  * webhook-drain: the drainer CLI (DESIGN.md "The drainer", contract).
  *
- *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS] [--ping URL]
+ *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS] [--jobs N] [--ping URL]
  *   webhook-drain status [--json] [--max-pending-age D] [--max-idle D]
  *                        [--max-failing D]
  *   webhook-drain list [FILTERS] [--limit N] [--json]
@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,9 +72,11 @@ usage(void)
 	fprintf(stderr,
 	    "usage: webhook-drain [-c FILE] [-v] COMMAND [ARGS]\n"
 	    "       webhook-drain --version\n"
-	    "  run [--max-time SECONDS] [--ping URL] [--report DIR] [--metrics FILE]\n"
-	    "                               process due events, then purge (silent on\n"
-	    "                               success); --ping: POST URL (URL/fail on\n"
+	    "  run [--max-time SECONDS] [--jobs N] [--ping URL] [--report DIR]\n"
+	    "      [--metrics FILE]         process due events, then purge (silent on\n"
+	    "                               success); --jobs: up to N handlers at once\n"
+	    "                               (1-64; default: the config's jobs, 1);\n"
+	    "                               --ping: POST URL (URL/fail on\n"
 	    "                               failure) after the run, for a monitor;\n"
 	    "                               --report/--metrics: refresh the report page\n"
 	    "  report [--out DIR] [--metrics FILE]\n"
@@ -188,7 +191,8 @@ enum {
 	OPT_STATE = 256, OPT_TYPE, OPT_OBJECT, OPT_SINCE, OPT_UNTIL, OPT_LIMIT,
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
-	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS, OPT_FAILING, OPT_RECORD
+	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS, OPT_FAILING, OPT_RECORD,
+	OPT_JOBS
 };
 
 static const struct option long_opts[] = {
@@ -216,6 +220,7 @@ static const struct option long_opts[] = {
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "out", required_argument, NULL, OPT_REPORT },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "jobs", required_argument, NULL, OPT_JOBS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -226,6 +231,7 @@ struct opts {
 	int			 handler;	/* check --handler */
 	int			 record;	/* try --record */
 	int64_t			 max_time;		/* seconds; 0 = none */
+	int64_t			 jobs;		/* run --jobs; 0 = the config's */
 	int64_t			 max_pending_age;	/* seconds */
 	int64_t			 max_idle;		/* seconds */
 	int64_t			 max_failing;		/* seconds */
@@ -353,6 +359,13 @@ parse_option(int ch, const char *arg, struct opts *o)
 		return 0;
 	case OPT_METRICS:
 		o->metrics = arg;
+		return 0;
+	case OPT_JOBS:
+		if (util_parse_int(arg, 1, CONFIG_JOBS_MAX, &o->jobs) == -1) {
+			fprintf(stderr, "webhook-drain: --jobs: a number from 1 "
+			    "to %d\n", CONFIG_JOBS_MAX);
+			return -1;
+		}
 		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
@@ -498,12 +511,24 @@ run_record(const struct config *c, struct opts *o, struct run_ctx *rc,
 	return bad;
 }
 
+/* Set by SIGTERM and SIGINT during a run: claim no more events, let the
+ * running handlers finish (or time out), record them, end as usual. */
+static volatile sig_atomic_t run_stop;
+
+static void
+on_stop_signal(int sig)
+{
+	run_stop = sig;
+}
+
 static int
 cmd_run(const struct config *c, struct opts *o)
 {
 	static struct run_ctx rx;	/* the digest is a few tens of KB */
 	struct drain_hooks h = { run_event, run_problem, &rx };
+	struct drain_limits lim = { o->max_time, (int)o->jobs, &run_stop };
 	struct drain_result res;
+	struct sigaction sa;
 	int rc;
 
 	if (c->handler == NULL) {
@@ -517,10 +542,27 @@ cmd_run(const struct config *c, struct opts *o)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
 	}
+	/*
+	 * A run allocates and frees the same few buffers per event; glibc's
+	 * default gives the heap's top back (brk) and unmaps large blocks at
+	 * every free, and on a VM each such unmap is a TLB shootdown: perf
+	 * put a fifth of the drainer's own time there
+	 * (docs/drain-throughput.md).  Keep them for the run.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	rx.c = c;
 	digest_init(&rx.d);
 	runrec_start(&rx.rec, util_now_ns());
-	rc = drain_run(c, o->max_time, &h, &res);
+	/* SA_RESTART: the inbox's and the API's calls carry on; the wait for
+	 * handlers returns on the signal all the same (poll never restarts). */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	rc = drain_run(c, &lim, &h, &res);
 	if (rc == DRAIN_RAN && run_record(c, o, &rx, &res))
 		res.broken = 1;
 	runrec_free(&rx.rec);
@@ -541,6 +583,11 @@ cmd_run(const struct config *c, struct opts *o)
 	if (verbose && res.max_time_reached)
 		printf("stopping: --max-time %lld s reached\n",
 		    (long long)o->max_time);
+	if (verbose && res.stopped)
+		printf("stopping: %s received; the handlers running were let "
+		    "finish\n", run_stop == SIGINT ? "SIGINT" : "SIGTERM");
+	if (verbose && res.jobs > 1)
+		printf("run: up to %d handlers at once\n", res.jobs);
 	if (verbose)
 		printf("run: %lld done, %lld stale, %lld failed (%lld dead); "
 		    "retention dropped %lld bodies, %lld records\n",

@@ -544,9 +544,10 @@ def main():
     L.append("| ceiling: fork + setpgid + exec `/bin/sh -c true` + waitpid "
              "(bench/spawn.c), before | %d | %.2f | %.0f | – | – | – | 1.00 | yes |"
              % (ceil1["n"], ceil1["secs"], ceil1["rate"]))
-    for r, what in ((full, "`webhook-drain run`, synchronous = FULL (default)"),
-                    (None, None), (normal, "`webhook-drain run`, synchronous = "
-                                           "NORMAL (diagnostic)")):
+    for r, what in ((full, "`webhook-drain run`, config synchronous = FULL "
+                           "(default; the run's own commits are NORMAL)"),
+                    (None, None), (normal, "`webhook-drain run`, config "
+                                           "synchronous = NORMAL (diagnostic)")):
         if r is None:
             L.append("| ceiling, after | %d | %.2f | %.0f | – | – | – | 1.00 | yes |"
                      % (ceil2["n"], ceil2["secs"], ceil2["rate"]))

@@ -85,6 +85,9 @@ static const struct key keys[] = {
 	  60, 1, DAY,				F(handler_timeout_s), 0, NULL },
 	{ "max_attempts",	K_COUNT,	ONCE,
 	  12, 1, 1000,				F(max_attempts), 0, NULL },
+	/* run --jobs overrides it; the bound is handler.h's. */
+	{ "jobs",		K_COUNT,	ONCE,
+	  1, 1, CONFIG_JOBS_MAX,		F(jobs), 0,	NULL },
 	{ "retention",		K_SECONDS,	ONCE,
 	  7 * DAY, CONFIG_RETENTION_MIN, 3650 * DAY, F(retention_s), 0,
 	  "the provider's retry period: a late retry would be taken as new" },

@@ -26,6 +26,9 @@ enum config_sync { CONFIG_SYNC_FULL = 0, CONFIG_SYNC_NORMAL = 1 };
 
 /* api_resource and refetch entries: a handful per provider. */
 #define CONFIG_LIST_MAX	32
+/* Most handlers one run hands events to at once (`jobs`, run --jobs):
+ * handler.h's HANDLER_JOBS_MAX, the most one poll serves. */
+#define CONFIG_JOBS_MAX	64
 /* Longest API token read from api_token_file, bytes. */
 #define CONFIG_TOKEN_MAX	4096
 
@@ -46,6 +49,8 @@ struct config {
 	char			*handler;	/* owned; NULL when unset */
 	int64_t			 handler_timeout_s;
 	int64_t			 max_attempts;	/* failures before `dead` */
+	int64_t			 jobs;		/* handlers at once in a run,
+						 * 1..CONFIG_JOBS_MAX */
 	int64_t			 retention_s;	/* bodies kept after finishing */
 	int64_t			 settle_s;	/* wait before a new event is due */
 	int64_t			 retry_base_s;	/* before the 1st retry */

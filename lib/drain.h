@@ -11,6 +11,7 @@
 #ifndef WEBHOOK_DRAIN_H
 #define WEBHOOK_DRAIN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,21 @@ struct drain_result {
 	int64_t			rows;		/* retention: records dropped */
 	int			broken;		/* the inbox failed mid-run */
 	int			max_time_reached;	/* stopped by max_time_s */
+	int			stopped;	/* stopped by lim->stop (a signal) */
+	int			jobs;		/* handlers it ran at once, at most */
+};
+
+/* How long a run goes on, and how wide. */
+struct drain_limits {
+	int64_t				 max_time_s;	/* 0: no limit */
+	/* Handlers at once, 1..CONFIG_JOBS_MAX; 0: the config's `jobs`. */
+	int				 jobs;
+	/* NULL, or a flag a signal handler sets: once nonzero, no event is
+	 * claimed any more; the handlers running are let finish (or time
+	 * out) and recorded, then the run ends as usual.  The caller's
+	 * handler should use SA_RESTART: the wait for handlers returns on a
+	 * signal whatever the flag, and the inbox's calls are not disturbed. */
+	const volatile sig_atomic_t	*stop;
 };
 
 enum drain_status {
@@ -84,11 +100,23 @@ enum drain_status {
  * One run over c->database with c->handler (which must be set): the lock
  * (runlock.h; a busy lock is noted in the inbox for `status`), the config
  * file's directory as the working directory (drain_enter_config_dir), then
- * due events until none is left or max_time_s seconds (0: no limit) have
- * passed, then retention.  *res is filled for DRAIN_RAN.
+ * due events until none is left, lim->max_time_s has passed or lim->stop
+ * is set, then retention.  *res is filled for DRAIN_RAN.
+ *
+ * Up to lim->jobs handlers run at once (docs/jobs.md).  The unit is one
+ * event: next due → claim → handler → verdict, every inbox call in this
+ * process, each a short transaction, none open while handlers run.  Never
+ * two events of one object at once: a pending event in flight holds the
+ * later events of its object (the inbox's hold rule), and the run skips
+ * an event whose object it has in flight (one that sorts earlier, arrived
+ * late) and comes back to it once that object's handler ended.  Events
+ * without an object key are independent.  A claim the inbox skips (the
+ * event moved on, or is held) is left as it is.  At max_time or stop, no
+ * more claims; the running handlers are waited for and recorded.
  */
-enum drain_status drain_run(const struct config *c, int64_t max_time_s,
-	    const struct drain_hooks *h, struct drain_result *res);
+enum drain_status drain_run(const struct config *c,
+	    const struct drain_limits *lim, const struct drain_hooks *h,
+	    struct drain_result *res);
 
 /*
  * The wait before the next attempt after `failures` earlier failures, in

@@ -1,11 +1,14 @@
 /*
- * handler: fork, exec /bin/sh -c, feed stdin, capture output, enforce the
- * timeout on the whole process group.  See handler.h.
+ * handler: spawn /bin/sh -c, feed stdin, capture output, enforce the
+ * timeout on the whole process group — for one handler or several at
+ * once.  See handler.h.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,33 +41,419 @@ keep_tail(struct handler_result *r, const char *p, size_t n)
 	r->output_len += n;
 }
 
-static void
-child(const char *command, int in, int out, const struct handler_env *env,
-    size_t nenv)
+/*
+ * One running handler.  Its state moves only forward: stdin written then
+ * closed (or abandoned on EPIPE), output read until EOF (or until the
+ * shell is gone and the output stayed quiet), the shell reaped.  Finished
+ * once reaped with its output closed.
+ */
+struct handler_job {
+	pid_t			 pid;		/* the shell; its group's id */
+	int			 pidfd;		/* -1: none (Linux < 5.3) */
+	int			 in, out;	/* our pipe ends; -1 once closed */
+	const char		*input;		/* the caller's, not copied */
+	size_t			 input_len, written;
+	int64_t			 start, timeout_ns;
+	int64_t			 kill_at;	/* next kill of the group; -1 */
+	int64_t			 reaped_at, last_read;
+	int			 reaped, status;
+	struct handler_result	 r;
+};
+
+/* After the shell exited: output silent this long counts as ended (a
+ * process that escaped the group may hold the pipe open, silent). */
+#define QUIET_NS	(10LL * 1000000)
+/* Without a pidfd nothing wakes us when the shell exits: look this often. */
+#define NO_PIDFD_STEP_NS (1LL * 1000000)
+
+/* Move *fd above 2, so that the child's dup2 onto 0, 1, 2 never meets its
+ * own source (a drainer started with a standard stream closed).  0 or -1. */
+static int
+above_stdio(int *fd)
 {
-	struct sigaction sa;
+	int nfd;
+
+	if (*fd > STDERR_FILENO)
+		return 0;
+	if ((nfd = fcntl(*fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) == -1)
+		return -1;
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+/* Our environment with env[0..nenv) applied (a NULL value removes the
+ * name), as a NULL-terminated array for posix_spawn.  The array and the
+ * strings from its *nown-th entry on are malloc'd (free_env); the rest
+ * are environ's.  NULL when out of memory. */
+static char **
+make_env(const struct handler_env *env, size_t nenv, size_t *nown)
+{
+	extern char **environ;
+	size_t n = 0, i, k, out = 0;
+	char **v;
+
+	while (environ != NULL && environ[n] != NULL)
+		n++;
+	if ((v = calloc(n + nenv + 1, sizeof *v)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < nenv; k++) {
+			size_t len = strlen(env[k].name);
+			if (strncmp(environ[i], env[k].name, len) == 0 &&
+			    environ[i][len] == '=')
+				break;
+		}
+		if (k == nenv)
+			v[out++] = environ[i];
+	}
+	*nown = out;
+	for (k = 0; k < nenv; k++) {
+		size_t j;
+
+		if (env[k].value == NULL)
+			continue;
+		/* A name given twice: the last wins, as setenv would. */
+		for (j = k + 1; j < nenv; j++)
+			if (strcmp(env[j].name, env[k].name) == 0)
+				break;
+		if (j < nenv)
+			continue;
+		if (asprintf(&v[out], "%s=%s", env[k].name, env[k].value) == -1) {
+			v[out] = NULL;
+			for (j = *nown; j < out; j++)
+				free(v[j]);
+			free(v);
+			return NULL;
+		}
+		out++;
+	}
+	v[out] = NULL;
+	return v;
+}
+
+static void
+free_env(char **v, size_t nown)
+{
 	size_t i;
 
-	/* A group of its own, so the timeout reaches its children too. */
-	setpgid(0, 0);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigaction(SIGPIPE, &sa, NULL);	/* ignored dispositions survive exec */
-	if (dup2(in, STDIN_FILENO) == -1 || dup2(out, STDOUT_FILENO) == -1 ||
-	    dup2(out, STDERR_FILENO) == -1)
-		_exit(126);
-	if (in != STDIN_FILENO)
-		close(in);
-	if (out != STDOUT_FILENO && out != STDERR_FILENO)
-		close(out);
-	for (i = 0; i < nenv; i++) {
-		if (env[i].value != NULL)
-			setenv(env[i].name, env[i].value, 1);
-		else
-			unsetenv(env[i].name);
+	if (v == NULL)
+		return;
+	for (i = nown; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * posix_spawn, not fork: glibc's posix_spawn is a vfork-style clone that
+ * neither copies our page tables nor leaves our whole heap copy-on-write
+ * behind it, which made fork + exec cost the drainer about twice what the
+ * exec itself does (docs/drain-throughput.md).  The child gets a group
+ * of its own (so the timeout reaches its children), SIGPIPE back to
+ * default (an ignored disposition survives exec; we ignore it), an empty
+ * signal mask, and the pipes as stdin, stdout and stderr.
+ */
+static int
+spawn(const char *command, int in, int out, char **envp, pid_t *pid)
+{
+	char *argv[] = { "sh", "-c", (char *)(uintptr_t)command, NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t def, none;
+	int rc;
+
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigemptyset(&none);
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		return rc;
+	if ((rc = posix_spawnattr_init(&at)) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return rc;
 	}
-	execl("/bin/sh", "sh", "-c", command, (char *)NULL);
-	_exit(127);
+	if ((rc = posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO)) == 0 &&
+	    (rc = posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO)) == 0 &&
+	    (rc = posix_spawn_file_actions_adddup2(&fa, out, STDERR_FILENO)) == 0 &&
+	    (rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)) == 0 &&
+	    (rc = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
+	    (rc = posix_spawnattr_setsigdefault(&at, &def)) == 0 &&
+	    (rc = posix_spawnattr_setsigmask(&at, &none)) == 0)
+		rc = posix_spawn(pid, "/bin/sh", &fa, &at, argv, envp);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
+struct handler_job *
+handler_start(const char *command, const void *input, size_t input_len,
+    const struct handler_env *env, size_t nenv, int64_t timeout_ns,
+    struct buf *err)
+{
+	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
+	struct handler_job *j;
+	char **envp = NULL;
+	size_t nown = 0;
+	int rc;
+
+	if ((j = calloc(1, sizeof *j)) == NULL ||
+	    (envp = make_env(env, nenv, &nown)) == NULL) {
+		buf_reset(err);
+		(void)buf_printf(err, "out of memory");
+		free(j);
+		return NULL;
+	}
+	if (pipe2(inpipe, O_CLOEXEC) == -1 || pipe2(outpipe, O_CLOEXEC) == -1 ||
+	    above_stdio(&inpipe[0]) == -1 || above_stdio(&outpipe[1]) == -1) {
+		buf_reset(err);
+		(void)buf_printf(err, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	j->start = util_mono_ns();
+	if ((rc = spawn(command, inpipe[0], outpipe[1], envp, &j->pid)) != 0) {
+		buf_reset(err);
+		(void)buf_printf(err, "spawn /bin/sh: %s", strerror(rc));
+		goto fail;
+	}
+	free_env(envp, nown);
+	close(inpipe[0]);
+	close(outpipe[1]);
+	j->in = inpipe[1];
+	j->out = outpipe[0];
+	fcntl(j->in, F_SETFL, O_NONBLOCK);
+	fcntl(j->out, F_SETFL, O_NONBLOCK);
+	if (input_len == 0) {
+		close(j->in);
+		j->in = -1;
+	}
+	j->input = input;
+	j->input_len = input_len;
+	j->timeout_ns = timeout_ns;
+	j->kill_at = -1;
+	/* A pidfd becomes readable when the shell exits: the wait wakes at
+	 * once instead of looking in steps (Linux 5.3). */
+	j->pidfd = pidfd_open(j->pid, 0);
+	return j;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (inpipe[i] != -1)
+			close(inpipe[i]);
+		if (outpipe[i] != -1)
+			close(outpipe[i]);
+	}
+	free_env(envp, nown);
+	free(j);
+	return NULL;
+}
+
+long
+handler_job_pid(const struct handler_job *j)
+{
+	return (long)j->pid;
+}
+
+/* The kill schedule: past the timeout SIGTERM to the group, then SIGKILL
+ * every grace until the shell is reaped. */
+static void
+job_timers(struct handler_job *j, int64_t now)
+{
+	if (j->reaped)
+		return;
+	if (j->kill_at < 0 && now - j->start >= j->timeout_ns) {
+		j->r.timed_out = 1;
+		kill(-j->pid, SIGTERM);
+		j->kill_at = now + HANDLER_KILL_GRACE_NS;
+	} else if (j->kill_at >= 0 && now >= j->kill_at) {
+		kill(-j->pid, SIGKILL);
+		j->kill_at = now + HANDLER_KILL_GRACE_NS;
+	}
+}
+
+static void
+job_close_out(struct handler_job *j)
+{
+	close(j->out);
+	j->out = -1;
+}
+
+/* Read what is there (a bounded number of chunks: a fast writer must not
+ * keep the other jobs waiting). */
+static void
+job_read(struct handler_job *j, int64_t now)
+{
+	char chunk[16384];
+
+	for (int i = 0; i < 16 && j->out != -1; i++) {
+		ssize_t n = read(j->out, chunk, sizeof chunk);
+		if (n > 0) {
+			keep_tail(&j->r, chunk, (size_t)n);
+			j->last_read = now;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			job_close_out(j);
+		break;
+	}
+}
+
+static void
+job_write(struct handler_job *j)
+{
+	ssize_t n = write(j->in, j->input + j->written,
+	    j->input_len - j->written);
+
+	if (n > 0)
+		j->written += (size_t)n;
+	/* EPIPE: the handler did not read it all; not an error. */
+	if ((n == -1 && errno != EAGAIN && errno != EINTR) ||
+	    j->written == j->input_len) {
+		close(j->in);
+		j->in = -1;
+	}
+}
+
+/*
+ * One step of job j with its poll results (p[0] output, p[1] stdin,
+ * p[2] pidfd; first: before any poll).  Returns 1 once it finished.
+ */
+static int
+job_step(struct handler_job *j, const struct pollfd *p, int first,
+    int64_t now)
+{
+	job_timers(j, now);
+	if (!j->reaped && (first || j->pidfd == -1 ||
+	    (p[2].revents & (POLLIN | POLLHUP | POLLERR))) &&
+	    waitpid(j->pid, &j->status, WNOHANG) == j->pid) {
+		j->reaped = 1;
+		j->reaped_at = now;
+		/* Stray processes of the group: end them (handler.h). */
+		kill(-j->pid, SIGKILL);
+	}
+	if (j->out != -1 && (j->reaped || (p[0].revents & (POLLIN | POLLHUP |
+	    POLLERR))))
+		job_read(j, now);
+	/* The shell is gone: what is still pending gets QUIET_NS of silence,
+	 * and a process that left the group (setsid) and keeps writing gets
+	 * HANDLER_OUTPUT_GRACE_NS in all; then the pipe is closed. */
+	if (j->reaped && j->out != -1 && (now - (j->last_read > j->reaped_at ?
+	    j->last_read : j->reaped_at) >= QUIET_NS ||
+	    now - j->reaped_at >= HANDLER_OUTPUT_GRACE_NS))
+		job_close_out(j);
+	/* stdin is fed while the shell lives, even after it closed its
+	 * output (a handler may log elsewhere, then read). */
+	if (j->in != -1 && !j->reaped && (first ||
+	    (p[1].revents & (POLLOUT | POLLERR | POLLHUP))))
+		job_write(j);
+	if (j->in != -1 && j->reaped) {
+		close(j->in);
+		j->in = -1;
+	}
+	return j->reaped && j->out == -1;
+}
+
+/* The earliest moment job j needs serving without a poll event, or -1. */
+static int64_t
+job_due(const struct handler_job *j, int64_t now)
+{
+	int64_t due = -1, t;
+
+	if (!j->reaped) {
+		due = j->kill_at >= 0 ? j->kill_at : j->start + j->timeout_ns;
+		if (j->pidfd == -1 && (t = now + NO_PIDFD_STEP_NS) < due)
+			due = t;
+	} else if (j->out != -1) {
+		due = (j->last_read > j->reaped_at ? j->last_read :
+		    j->reaped_at) + QUIET_NS;
+		if ((t = j->reaped_at + HANDLER_OUTPUT_GRACE_NS) < due)
+			due = t;
+	}
+	return due;
+}
+
+/* Fill *r from the finished job and free it. */
+static void
+job_finish(struct handler_job *j, struct handler_result *r, int64_t now)
+{
+	j->r.elapsed_ns = now - j->start;
+	if (WIFEXITED(j->status)) {
+		j->r.exited = 1;
+		j->r.status = WEXITSTATUS(j->status);
+	} else if (WIFSIGNALED(j->status)) {
+		j->r.signal = WTERMSIG(j->status);
+	}
+	if (j->r.timed_out)
+		snprintf(j->r.error, sizeof j->r.error, "timed out after %lld s",
+		    (long long)(j->timeout_ns / 1000000000));
+	else if (j->r.exited && j->r.status == 127)
+		snprintf(j->r.error, sizeof j->r.error,
+		    "exit 127 (command not found?)");
+	else if (j->r.exited && j->r.status != 0)
+		snprintf(j->r.error, sizeof j->r.error, "exit %d", j->r.status);
+	else if (!j->r.exited)
+		snprintf(j->r.error, sizeof j->r.error, "killed by signal %d",
+		    j->r.signal);
+	memcpy(r, &j->r, sizeof *r);
+	if (j->pidfd != -1)
+		close(j->pidfd);
+	if (j->in != -1)
+		close(j->in);
+	if (j->out != -1)
+		close(j->out);
+	free(j);
+}
+
+int
+handler_wait_any(struct handler_job **jobs, size_t n, int64_t wait_ns,
+    struct handler_result *r)
+{
+	struct pollfd pfd[3 * HANDLER_JOBS_MAX];
+	int64_t deadline = wait_ns < 0 ? -1 : util_mono_ns() + wait_ns;
+	int first = 1;
+	size_t i;
+
+	if (n > HANDLER_JOBS_MAX)
+		n = HANDLER_JOBS_MAX;
+	for (i = 0; i < 3 * n; i++)	/* -1: poll skips it */
+		pfd[i] = (struct pollfd){ -1, 0, 0 };
+	for (;;) {
+		int64_t now = util_mono_ns(), due = deadline, t;
+		int live = 0, ms;
+
+		for (i = 0; i < n; i++) {
+			struct handler_job *j = jobs[i];
+			struct pollfd *p = &pfd[3 * i];
+
+			if (j == NULL)
+				continue;
+			if (job_step(j, p, first, now)) {
+				job_finish(j, r, now);
+				jobs[i] = NULL;
+				return (int)i;
+			}
+			live++;
+			p[0] = (struct pollfd){ j->out, POLLIN, 0 };
+			p[1] = (struct pollfd){ j->in, POLLOUT, 0 };
+			p[2] = (struct pollfd){ j->reaped ? -1 : j->pidfd,
+			    POLLIN, 0 };
+			if ((t = job_due(j, now)) >= 0 && (due < 0 || t < due))
+				due = t;
+		}
+		if (live == 0 || (deadline >= 0 && now >= deadline))
+			return -1;
+		first = 0;
+		/* Round up: waking a little late beats spinning early. */
+		ms = due < 0 ? -1 : due <= now ? 0 :
+		    (int)((due - now + 999999) / 1000000 > 60000 ? 60000 :
+		    (due - now + 999999) / 1000000);
+		if (poll(pfd, (nfds_t)(3 * n), ms) == -1) {
+			if (errno == EINTR)
+				return -1;
+			/* Cannot happen with valid arguments; do not spin. */
+			usleep(1000);
+			for (i = 0; i < 3 * n; i++)
+				pfd[i].revents = 0;
+		}
+	}
 }
 
 int
@@ -72,163 +461,15 @@ handler_run(const char *command, const void *input, size_t input_len,
     const struct handler_env *env, size_t nenv, int64_t timeout_ns,
     struct handler_result *r, struct buf *err)
 {
-	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
-	int64_t start = util_mono_ns(), kill_at = -1, reaped_at = 0;
-	size_t written = 0;
-	int status = 0, reaped = 0, rc = -1, pidfd = -1;
-	pid_t pid;
+	struct handler_job *j;
 
 	memset(r, 0, sizeof *r);
-	if (pipe2(inpipe, O_CLOEXEC) == -1 || pipe2(outpipe, O_CLOEXEC) == -1) {
-		buf_reset(err);
-		(void)buf_printf(err, "pipe: %s", strerror(errno));
-		goto out;
-	}
-	if ((pid = fork()) == -1) {
-		buf_reset(err);
-		(void)buf_printf(err, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		child(command, inpipe[0], outpipe[1], env, nenv);
-	setpgid(pid, pid);	/* also here: no race with our kill() */
-	close(inpipe[0]);
-	close(outpipe[1]);
-	inpipe[0] = outpipe[1] = -1;
-	fcntl(inpipe[1], F_SETFL, O_NONBLOCK);
-	fcntl(outpipe[0], F_SETFL, O_NONBLOCK);
-	if (input_len == 0) {
-		close(inpipe[1]);
-		inpipe[1] = -1;
-	}
-	/* A pidfd becomes readable when the shell exits: the loops below wake
-	 * at once instead of polling waitpid (Linux 5.3; without it, short
-	 * sleeps). */
-	pidfd = pidfd_open(pid, 0);
-
-	/* Until the output ends (every writer gone) or, once the shell has
-	 * exited, until nothing more is readable — and while the shell lives,
-	 * until stdin is written. */
-	while (outpipe[0] != -1 || (inpipe[1] != -1 && !reaped)) {
-		struct pollfd pfd[3];
-		int nfd = 0, wait_ms = 100;
-		int64_t now = util_mono_ns();
-
-		if (!reaped && kill_at < 0 && now - start >= timeout_ns) {
-			r->timed_out = 1;
-			kill(-pid, SIGTERM);
-			kill_at = now + HANDLER_KILL_GRACE_NS;
-		}
-		if (kill_at >= 0 && now >= kill_at) {
-			kill(-pid, SIGKILL);
-			kill_at = now + HANDLER_KILL_GRACE_NS;
-		}
-		if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
-			reaped = 1;
-			reaped_at = now;
-			/* Stray processes of the group: end them (handler.h). */
-			kill(-pid, SIGKILL);
-		}
-		/* outpipe[0] is -1 once the output ended: poll skips it, and
-		 * stdin is still fed (a handler may close its output first). */
-		pfd[nfd].fd = outpipe[0];
-		pfd[nfd].revents = 0;
-		pfd[nfd++].events = POLLIN;
-		pfd[nfd].fd = inpipe[1];	/* -1 once closed: skipped */
-		pfd[nfd].revents = 0;
-		pfd[nfd++].events = POLLOUT;
-		pfd[nfd].fd = reaped ? -1 : pidfd;
-		pfd[nfd].revents = 0;
-		pfd[nfd++].events = POLLIN;
-		if (reaped)
-			wait_ms = 10;
-		if (poll(pfd, (nfds_t)nfd, wait_ms) == -1 && errno != EINTR)
-			break;
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			char chunk[16384];
-			ssize_t n = read(outpipe[0], chunk, sizeof chunk);
-			if (n > 0) {
-				keep_tail(r, chunk, (size_t)n);
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(outpipe[0]);
-				outpipe[0] = -1;
-			}
-		} else if (reaped && outpipe[0] != -1) {
-			/* The shell is gone and nothing is pending. */
-			close(outpipe[0]);
-			outpipe[0] = -1;
-		}
-		/* A process that left the group (setsid) may keep the output open
-		 * and busy forever: once the shell is gone, what it wrote gets
-		 * HANDLER_OUTPUT_GRACE_NS, then the pipe is closed. */
-		if (reaped && outpipe[0] != -1 &&
-		    util_mono_ns() - reaped_at > HANDLER_OUTPUT_GRACE_NS) {
-			close(outpipe[0]);
-			outpipe[0] = -1;
-		}
-		if (inpipe[1] != -1 && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t n = write(inpipe[1], (const char *)input + written,
-			    input_len - written);
-			if (n > 0)
-				written += (size_t)n;
-			/* EPIPE: the handler did not read it all; not an error. */
-			if ((n == -1 && errno != EAGAIN && errno != EINTR) ||
-			    written == input_len) {
-				close(inpipe[1]);
-				inpipe[1] = -1;
-			}
-		}
-	}
-	if (!reaped) {
-		/* Output closed but the shell lives: wait, within the timeout. */
-		while (waitpid(pid, &status, WNOHANG) == 0) {
-			int64_t now = util_mono_ns();
-			if (kill_at < 0 && now - start >= timeout_ns) {
-				r->timed_out = 1;
-				kill(-pid, SIGTERM);
-				kill_at = now + HANDLER_KILL_GRACE_NS;
-			} else if (kill_at >= 0 && now >= kill_at) {
-				kill(-pid, SIGKILL);
-				kill_at = now + HANDLER_KILL_GRACE_NS;
-			}
-			if (pidfd != -1) {
-				struct pollfd p = { pidfd, POLLIN, 0 };
-				(void)poll(&p, 1, 100);
-			} else {
-				usleep(1000);
-			}
-		}
-		kill(-pid, SIGKILL);
-	}
-	r->elapsed_ns = util_mono_ns() - start;
-	if (WIFEXITED(status)) {
-		r->exited = 1;
-		r->status = WEXITSTATUS(status);
-	} else if (WIFSIGNALED(status)) {
-		r->signal = WTERMSIG(status);
-	}
-	if (r->timed_out)
-		snprintf(r->error, sizeof r->error, "timed out after %lld s",
-		    (long long)(timeout_ns / 1000000000));
-	else if (r->exited && r->status == 127)
-		snprintf(r->error, sizeof r->error, "exit 127 (command not found?)");
-	else if (r->exited && r->status != 0)
-		snprintf(r->error, sizeof r->error, "exit %d", r->status);
-	else if (!r->exited)
-		snprintf(r->error, sizeof r->error, "killed by signal %d", r->signal);
-	rc = 0;
-out:
-	if (pidfd != -1)
-		close(pidfd);
-	if (inpipe[0] != -1)
-		close(inpipe[0]);
-	if (inpipe[1] != -1)
-		close(inpipe[1]);
-	if (outpipe[0] != -1)
-		close(outpipe[0]);
-	if (outpipe[1] != -1)
-		close(outpipe[1]);
-	return rc;
+	if ((j = handler_start(command, input, input_len, env, nenv,
+	    timeout_ns, err)) == NULL)
+		return -1;
+	while (handler_wait_any(&j, 1, -1, r) != 0)
+		;	/* a signal: the job goes on */
+	return 0;
 }
 
 int

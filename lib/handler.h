@@ -23,6 +23,8 @@
 #define HANDLER_OUTPUT_GRACE_NS	(200LL * 1000000)
 /* After the timeout: SIGTERM to the group, then SIGKILL this much later. */
 #define HANDLER_KILL_GRACE_NS	(2LL * 1000000000)
+/* Jobs one handler_wait_any serves at most (run --jobs: 1..64). */
+#define HANDLER_JOBS_MAX	64
 
 struct handler_env {
 	const char	*name;	/* e.g. "WEBHOOK_ID" */
@@ -52,11 +54,49 @@ struct handler_result {
  * read for HANDLER_OUTPUT_GRACE_NS after the shell exits, then closed.
  * Returns 0 with *r filled (success means r->exited && r->status == 0), or
  * -1 when the handler could not be started (err says why).
+ * handler_start + handler_wait_any on that one job.
  */
 int	handler_run(const char *command, const void *input, size_t input_len,
 	    const struct handler_env *env, size_t nenv, int64_t timeout_ns,
 	    struct handler_result *r, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * Several handlers at once (`run --jobs N`): start them without waiting,
+ * then wait for whichever finishes first.  Everything handler_run promises
+ * holds for each job (stdin fed while output is read, the output tail,
+ * the timeout and kill schedule on its group, strays killed) — as long as
+ * the caller keeps calling handler_wait_any: a job's timeout, kills and
+ * pipes are served only inside that call.  No threads, no signal
+ * handlers: one poll over every job's pipes and pidfd.
+ */
+struct handler_job;
+
+/*
+ * Start `command` as handler_run does and return at once: a job owned by
+ * the caller until handler_wait_any reports it finished (then freed).
+ * `input` is NOT copied: it must stay valid and unchanged until then.
+ * The timeout counts from now.  Returns the job, or NULL when the handler
+ * could not be started (err says why).
+ */
+struct handler_job *handler_start(const char *command, const void *input,
+	    size_t input_len, const struct handler_env *env, size_t nenv,
+	    int64_t timeout_ns, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * Serve jobs[0..n) (n ≤ HANDLER_JOBS_MAX; NULL entries are skipped) for at most wait_ns
+ * (negative: until one finishes) and stop at the first that finished:
+ * its result goes to *r, the job is freed, jobs[i] set to NULL, and i is
+ * returned.  -1 when none finished within wait_ns, when there is no job,
+ * or when a signal interrupted the wait (the caller checks its flags and
+ * calls again: the jobs go on).
+ */
+int	handler_wait_any(struct handler_job **jobs, size_t n, int64_t wait_ns,
+	    struct handler_result *r);
+
+/* The process id of a running job's shell (its group's id too). */
+long	handler_job_pid(const struct handler_job *j);
 
 /* 1 when the result counts as success. */
 int	handler_ok(const struct handler_result *r);

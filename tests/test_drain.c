@@ -145,9 +145,10 @@ static enum drain_status
 run(const struct config *c, struct seen *s, struct drain_result *res)
 {
 	struct drain_hooks h = { on_event, on_problem, s };
+	struct drain_limits lim = { 0, 0, NULL };
 
 	memset(s, 0, sizeof *s);
-	return drain_run(c, 0, &h, res);
+	return drain_run(c, &lim, &h, res);
 }
 
 START_TEST(retry_delay_doubles_within_jitter_and_cap)

@@ -3,7 +3,9 @@
  * (handler.h; DESIGN.md "Handler", "Retries": a handler that times out is
  * killed with its whole process group).  Real /bin/sh handlers: exit codes,
  * stdin delivered exactly, output tail kept, the timeout, stray children
- * killed, the environment, signal deaths and SIGPIPE.
+ * killed, the environment, signal deaths and SIGPIPE; and several at once
+ * (handler_start, handler_wait_any): the one that ended is reported, each
+ * job's timeout and stdin served, a signal ends the wait.
  *
  * main ignores SIGPIPE as webhook-drain does, so a handler that exits
  * without reading its stdin must not kill the test (Check would report the
@@ -501,6 +503,176 @@ START_TEST(elapsed_measured)
 }
 END_TEST
 
+
+/* ---- several at once: handler_start, handler_wait_any ------------------- */
+
+/* A command that waits (polling) until `path` exists, then prints `word`. */
+static void
+gated(char *cmd, size_t cmdsz, const char *path, const char *word)
+{
+	snprintf(cmd, cmdsz, "i=0; while [ ! -e '%s' ] && [ $i -lt 600 ]; do "
+	    "sleep 0.05; i=$((i+1)); done; echo %s", path, word);
+}
+
+static void
+touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+}
+
+static struct handler_job *
+start(const char *cmd, const void *in, size_t len, int64_t timeout_ns)
+{
+	struct handler_job *j;
+	struct buf err;
+
+	buf_init(&err, 4096);
+	j = handler_start(cmd, in, len, NULL, 0, timeout_ns, &err);
+	ck_assert_msg(j != NULL, "handler_start(%s): %s", cmd,
+	    err.data ? err.data : "");
+	buf_free(&err);
+	return j;
+}
+
+/* The second job ends while the first, started before it, still runs (it
+ * cannot end before the test lets it): wait_any reports the second, then,
+ * once let go, the first; each with its own output. */
+START_TEST(wait_any_reports_the_one_that_ended)
+{
+	struct handler_job *jobs[3] = { NULL, NULL, NULL };
+	struct handler_result r;
+	char cmd[512], path[256], s[64];
+	int i;
+
+	tmp_path(path, sizeof path, "gate");
+	gated(cmd, sizeof cmd, path, "first");
+	jobs[0] = start(cmd, "", 0, 60 * SEC);
+	jobs[2] = start("echo second; exit 5", "", 0, 60 * SEC);
+	i = handler_wait_any(jobs, 3, -1, &r);
+	ck_assert_int_eq(i, 2);
+	ck_assert_ptr_null(jobs[2]);
+	ck_assert_ptr_nonnull(jobs[0]);
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_str_eq(r.error, "exit 5");
+	ck_assert_uint_eq(r.output_len, 7);
+	ck_assert(memcmp(r.output, "second\n", 7) == 0);
+	/* Nothing else ends while the gate is shut: a bounded wait says so
+	 * and leaves the job as it was. */
+	ck_assert_int_eq(handler_wait_any(jobs, 3, 100 * 1000000LL, &r), -1);
+	ck_assert_ptr_nonnull(jobs[0]);
+	touch(path);
+	i = handler_wait_any(jobs, 3, -1, &r);
+	ck_assert_int_eq(i, 0);
+	ck_assert(handler_ok(&r));
+	memcpy(s, r.output, r.output_len);
+	s[r.output_len] = '\0';
+	ck_assert_str_eq(s, "first\n");
+	ck_assert_ptr_null(jobs[0]);
+	/* No job left: -1 at once. */
+	ck_assert_int_eq(handler_wait_any(jobs, 3, -1, &r), -1);
+}
+END_TEST
+
+/* A job's timeout is enforced while the wait is for any job: the one
+ * past its timeout is killed and reported, the other runs on. */
+START_TEST(wait_any_enforces_each_timeout)
+{
+	struct handler_job *jobs[2];
+	struct handler_result r;
+	char cmd[512], path[256];
+
+	tmp_path(path, sizeof path, "gate");
+	gated(cmd, sizeof cmd, path, "late");
+	jobs[0] = start(cmd, "", 0, 60 * SEC);
+	jobs[1] = start("sleep 30", "", 0, 1 * SEC);
+	ck_assert_int_eq(handler_wait_any(jobs, 2, -1, &r), 1);
+	ck_assert_int_eq(r.timed_out, 1);
+	ck_assert_str_eq(r.error, "timed out after 1 s");
+	ck_assert_ptr_nonnull(jobs[0]);
+	touch(path);
+	ck_assert_int_eq(handler_wait_any(jobs, 2, -1, &r), 0);
+	ck_assert(handler_ok(&r));
+	ck_assert_int_eq(r.timed_out, 0);
+}
+END_TEST
+
+/* Three large stdins fed at once, each arriving exactly at its own job. */
+START_TEST(wait_any_feeds_every_stdin)
+{
+	struct handler_job *jobs[3];
+	unsigned char *in[3];
+	char want[3][128];
+	struct handler_result r;
+	int seen = 0;
+
+	for (int k = 0; k < 3; k++) {
+		unsigned char h[crypto_hash_sha256_BYTES];
+		char hex[crypto_hash_sha256_BYTES * 2 + 1];
+
+		in[k] = malloc(TWO_MIB);
+		ck_assert_ptr_nonnull(in[k]);
+		for (size_t i = 0; i < TWO_MIB; i++)
+			in[k][i] = (unsigned char)(i * (3 + 2 * k) + i / 251);
+		crypto_hash_sha256(h, in[k], TWO_MIB);
+		sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+		snprintf(want[k], sizeof want[k], "%s  -\n", hex);
+		jobs[k] = start("sha256sum", in[k], TWO_MIB, 60 * SEC);
+	}
+	for (int n = 0; n < 3; n++) {
+		int i = handler_wait_any(jobs, 3, -1, &r);
+
+		ck_assert_int_ge(i, 0);
+		ck_assert(handler_ok(&r));
+		ck_assert_uint_eq(r.output_len, strlen(want[i]));
+		ck_assert(memcmp(r.output, want[i], r.output_len) == 0);
+		seen |= 1 << i;
+	}
+	ck_assert_int_eq(seen, 7);
+	for (int k = 0; k < 3; k++)
+		free(in[k]);
+}
+END_TEST
+
+static volatile sig_atomic_t alarmed;
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	alarmed = 1;
+}
+
+/* A signal ends the wait (the drainer's SIGTERM must be seen while
+ * handlers run); the job goes on and is reported by the next wait. */
+START_TEST(wait_any_returns_on_a_signal)
+{
+	struct handler_job *jobs[1];
+	struct handler_result r;
+	struct sigaction sa;
+	char cmd[512], path[256];
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;	/* as webhook-drain's: poll returns anyway */
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	tmp_path(path, sizeof path, "gate");
+	gated(cmd, sizeof cmd, path, "after");
+	jobs[0] = start(cmd, "", 0, 60 * SEC);
+	alarm(1);
+	ck_assert_int_eq(handler_wait_any(jobs, 1, -1, &r), -1);
+	ck_assert_int_eq(alarmed, 1);
+	ck_assert_ptr_nonnull(jobs[0]);
+	ck_assert_int_gt(handler_job_pid(jobs[0]), 1);
+	touch(path);
+	ck_assert_int_eq(handler_wait_any(jobs, 1, -1, &r), 0);
+	ck_assert(handler_ok(&r));
+}
+END_TEST
+
 static Suite *
 handler_suite(void)
 {
@@ -536,6 +708,14 @@ handler_suite(void)
 	tcase_add_test(tc, timeout_output_closed);
 	tcase_add_test(tc, timeout_kills_group);
 	tcase_add_test(tc, exit_leaves_child);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("several");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, wait_any_reports_the_one_that_ended);
+	tcase_add_test(tc, wait_any_enforces_each_timeout);
+	tcase_add_test(tc, wait_any_feeds_every_stdin);
+	tcase_add_test(tc, wait_any_returns_on_a_signal);
 	suite_add_tcase(s, tc);
 	return s;
 }

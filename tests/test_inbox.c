@@ -963,6 +963,40 @@ START_TEST(per_object_hold)
 }
 END_TEST
 
+/* run --jobs (docs/jobs.md) relies on this: a claimed event whose
+ * verdict is not recorded yet (its handler runs) is still pending, so it
+ * holds the later events of its object, and only those; once its verdict
+ * is recorded the next one is due. */
+START_TEST(in_flight_holds_its_object)
+{
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox_event a1, a2;
+
+	store("A1", "t", AT("10:00:00"), "invoice", "A", NULL);
+	store("A2", "t", AT("10:10:00"), "invoice", "A", NULL);
+	store("B1", "t", AT("10:05:00"), "invoice", "B", NULL);
+	store("N1", "t", AT("10:06:00"), NULL, NULL, NULL);
+	inbox_event_init(&a1);
+	inbox_event_init(&a2);
+	take("A1", t, &a1);
+	ck_assert_int_eq(claim(&a1, t), INBOX_CLAIMED);
+	/* A1 in flight: found again itself (the run passes over it), A2
+	 * held, B1 and the object-less N1 due. */
+	ck_assert_str_eq(due(t, 0), "A1,B1,N1");
+	OK(inbox_finish_done(ib, &a1, t, NULL, 0, &err));
+	ck_assert_str_eq(due(t, 0), "B1,N1,A2");
+	/* The same with A2 in flight: A3 waits for it. */
+	store("A3", "t", AT("10:20:00"), "invoice", "A", NULL);
+	take("A2", t, &a2);
+	ck_assert_int_eq(claim(&a2, t), INBOX_CLAIMED);
+	ck_assert_str_eq(due(t, 0), "B1,N1,A2");
+	OK(inbox_finish_done(ib, &a2, t, NULL, 0, &err));
+	ck_assert_str_eq(due(t, 0), "B1,N1,A3");
+	inbox_event_free(&a1);
+	inbox_event_free(&a2);
+}
+END_TEST
+
 /* Once the failing event is dead the object moves on; a requeued event
  * that fails again holds its object like any other. */
 START_TEST(dead_releases_hold)
@@ -2196,6 +2230,7 @@ inbox_suite(void)
 	tcase_add_test(tc, order_by_instant);
 	tcase_add_test(tc, settle);
 	tcase_add_test(tc, per_object_hold);
+	tcase_add_test(tc, in_flight_holds_its_object);
 	tcase_add_test(tc, dead_releases_hold);
 	tcase_add_test(tc, hold_counts_rows_not_yet_admitted);
 	tcase_add_test(tc, drainer_admits_in_chunks);
