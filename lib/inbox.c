@@ -26,7 +26,7 @@
 /* schema.sql, linked in by schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	3
+#define SCHEMA_VERSION	4
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -53,6 +53,9 @@ static const char migrate_v2[] =
  * writes either; a version-2 receiver still running is unaffected.
  */
 #define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
+/* Version 3 to 4: the table `copy` keeps in its destination (schema.sql's
+ * tail from this marker on; only `webhook-drain copy` writes it). */
+#define MIGRATE_V4_MARKER	"-- @@ version 4 @@"
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
 
@@ -143,6 +146,23 @@ ib_exec(struct inbox *ib, const char *sql)
 	return sqlite3_exec(ib->db, sql, NULL, NULL, NULL);
 }
 
+/* Run schema.sql from marker `from` up to marker `to` (a migration's
+ * part of the file), in the caller's transaction. */
+static int
+migrate_tail(struct inbox *ib, const char *from, const char *to)
+{
+	const char *a = strstr(schema_sql, from), *b = strstr(schema_sql, to);
+	char *part;
+	int rc;
+
+	if (a == NULL || b == NULL || b < a ||
+	    (part = strndup(a, (size_t)(b - a))) == NULL)
+		return SQLITE_NOMEM;
+	rc = ib_exec(ib, part);
+	free(part);
+	return rc;
+}
+
 static int
 apply_schema(struct inbox *ib, struct buf *err)
 {
@@ -169,15 +189,18 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 3")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
 			goto fail;
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "ALTER TABLE events ADD COLUMN first_error"
-		    " TEXT")) != SQLITE_OK ||
-		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
-		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 3")) !=
+		if (version <= 2 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
+		    " COLUMN first_error TEXT")) != SQLITE_OK ||
+		    (rc = migrate_tail(ib, MIGRATE_V3_MARKER,
+		    MIGRATE_V4_MARKER)) != SQLITE_OK))
+			goto fail;
+		if ((rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V4_MARKER))) !=
+		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 4")) !=
 		    SQLITE_OK)
 			goto fail;
 	}

@@ -67,7 +67,7 @@ class TestAccept(ReceiverBase):
         self.assertEqual(r["secret_fp"], fingerprint(SECRET_A))
         con = sqlite3.connect(self.sb.db)
         self.assertEqual(con.execute("PRAGMA journal_mode").fetchone()[0], "wal")
-        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 3)
+        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 4)
         # Stored outside the per-object hold index until a drainer admits
         # it (schema.sql, version 2).
         self.assertEqual(con.execute("SELECT admitted FROM events").fetchall(), [(0,)])

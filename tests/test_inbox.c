@@ -491,7 +491,7 @@ START_TEST(open_creates_schema)
 	buf_init(&err, 4096);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_str_eq(raw_text(path, "PRAGMA journal_mode", s, sizeof s),
 	    "wal");
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema"
@@ -506,7 +506,7 @@ START_TEST(open_creates_schema)
 	p = open_at(path, 2000);
 	ib = p;
 	ck_assert_str_eq(state_of("kept"), "pending");
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"), 1);
 	inbox_close(p);
 	ib = NULL;
@@ -632,7 +632,7 @@ START_TEST(first_open_race)
 		    "failed (see stderr)", round, failed, RACERS);
 		ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"),
 		    RACERS);
-		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	}
 	buf_free(&err);
 }
@@ -1124,7 +1124,7 @@ START_TEST(migrates_version_1)
 	free(v1);
 
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
 	    " WHERE admitted = 1"), 2);
 	new_path(fresh, sizeof fresh);
