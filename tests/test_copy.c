@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "lib/copy.h"
 #include "lib/event.h"
 #include "lib/history.h"
@@ -691,6 +693,43 @@ START_TEST(digest_tells_rows_apart_but_not_admission)
 }
 END_TEST
 
+static void
+raw(const char *path, const char *sql, int *out)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_ne(sqlite3_step(st), SQLITE_ERROR);
+	if (out != NULL)
+		*out = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+START_TEST(a_version_3_destination_is_migrated_then_copied_into)
+{
+	int v = 0, n = 0;
+
+	/* A version-3 inbox: this one without what version 4 added. */
+	fill(src);
+	inbox_close(dst);
+	dst = NULL;
+	raw(dst_path, "DROP TABLE copied", NULL);
+	raw(dst_path, "PRAGMA user_version = 3", NULL);
+	raw(dst_path, "PRAGMA user_version", &v);
+	ck_assert_int_eq(v, 3);
+	dst = open_at(dst_path);
+	raw(dst_path, "PRAGMA user_version", &v);
+	ck_assert_int_eq(v, 4);
+	(void)copy_all();
+	assert_same(src, dst, 0);
+	raw(dst_path, "SELECT count(*) FROM copied WHERE tbl = 'events'", &n);
+	ck_assert_int_eq(n, 8);
+}
+END_TEST
+
 static Suite *
 copy_suite(void)
 {
@@ -711,6 +750,7 @@ copy_suite(void)
 	tcase_add_test(tc, killed_between_batches_then_run_again);
 	tcase_add_test(tc, dry_run_counts_and_writes_nothing);
 	tcase_add_test(tc, digest_tells_rows_apart_but_not_admission);
+	tcase_add_test(tc, a_version_3_destination_is_migrated_then_copied_into);
 	suite_add_tcase(s, tc);
 	return s;
 }
