@@ -125,6 +125,13 @@ struct job {
 	int64_t			 recorded;	/* written for the record only */
 };
 
+/* Has history counted this event as `received` yet (events.admitted)? */
+static int
+admitted(const struct inbox_value *row)
+{
+	return row[EV_ADMITTED].type == INBOX_V_INT && row[EV_ADMITTED].i == 1;
+}
+
 /*
  * Events and cursors: the copy record decides (copy.h).  An event that
  * the destination received itself and has not handed out (pending,
@@ -146,10 +153,14 @@ decide_recorded(struct job *j, enum inbox_table t, const struct inbox_value *in,
 		}
 	} else {
 		copy_digest(t, cur, dcur);
+		/* Neither side changed it; unless the source has counted it
+		 * in history since (admitted), which the destination must
+		 * then not count again. */
 		if (led != NULL && led_len == COPY_DIGEST_LEN &&
 		    memcmp(din, led, COPY_DIGEST_LEN) == 0 &&
-		    memcmp(dcur, led, COPY_DIGEST_LEN) == 0) {
-			j->same++;	/* neither side changed it */
+		    memcmp(dcur, led, COPY_DIGEST_LEN) == 0 &&
+		    !(t == INBOX_EVENTS && admitted(in) && !admitted(cur))) {
+			j->same++;
 			return INBOX_MERGE_KEEP;
 		}
 		if (memcmp(dcur, din, COPY_DIGEST_LEN) == 0) {
@@ -168,8 +179,7 @@ decide_recorded(struct job *j, enum inbox_table t, const struct inbox_value *in,
 			}
 		}
 		/* Counted in history's `received` on either side: counted. */
-		if (t == INBOX_EVENTS && cur[EV_ADMITTED].type == INBOX_V_INT &&
-		    cur[EV_ADMITTED].i == 1)
+		if (t == INBOX_EVENTS && admitted(cur))
 			out[EV_ADMITTED] = cur[EV_ADMITTED];
 	}
 	if (buf_append(ledger, din, sizeof din) == -1) {

@@ -511,6 +511,14 @@ objects_row(const struct inbox_value *rows, size_t n, void *arg)
 }
 
 static int
+received_n(const struct inbox_history_row *row, void *arg)
+{
+	if (strcmp(row->name, "received") == 0)
+		*(int64_t *)arg += row->n;
+	return 0;
+}
+
+static int
 history_n(const struct inbox_history_row *row, void *arg)
 {
 	if (strcmp(row->name, "handled") == 0)
@@ -730,6 +738,29 @@ START_TEST(a_version_3_destination_is_migrated_then_copied_into)
 }
 END_TEST
 
+START_TEST(admission_at_the_source_after_the_copy_comes_along)
+{
+	struct copy_result r;
+	int64_t received = 0;
+
+	/* Copied unadmitted (history has not counted it), then the source's
+	 * drainer admits it and counts it: the destination must not count
+	 * it again when its own drainer admits it. */
+	store_json(src, "a", "2026-03-01T10:00:00Z", "1");
+	(void)copy_all();
+	store_json(src, "b", "2026-03-01T10:00:00Z", "2");
+	ck_assert_int_eq(hand_out(src, "b", util_now_ns(), V_CLAIM_ONLY),
+	    INBOX_CLAIMED);		/* admits a and b */
+	r = copy_all();
+	assert_same(src, dst, 0);	/* admitted included */
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 1);	/* b */
+	ck_assert_int_eq(r.t[INBOX_EVENTS].same, 1);	/* a, its mark set */
+	ck_assert_int_eq(hand_out(dst, "a", util_now_ns(), V_DONE), INBOX_CLAIMED);
+	OK(inbox_history_read(dst, INT64_MIN, received_n, &received, &err));
+	ck_assert_int_eq(received, 2);
+}
+END_TEST
+
 static Suite *
 copy_suite(void)
 {
@@ -751,6 +782,7 @@ copy_suite(void)
 	tcase_add_test(tc, dry_run_counts_and_writes_nothing);
 	tcase_add_test(tc, digest_tells_rows_apart_but_not_admission);
 	tcase_add_test(tc, a_version_3_destination_is_migrated_then_copied_into);
+	tcase_add_test(tc, admission_at_the_source_after_the_copy_comes_along);
 	suite_add_tcase(s, tc);
 	return s;
 }
