@@ -107,6 +107,9 @@ later(const struct inbox_value *a, const struct inbox_value *b)
 	return c >= 0 ? a : b;
 }
 
+/* The longest key of a table (history's, 5 columns) fits. */
+#define MAX_KEY	8
+
 /* What one copy is doing: the counts of the table under way. */
 struct job {
 	struct inbox		*dst;
@@ -117,7 +120,7 @@ struct job {
 	struct buf		*err;
 	int			 failed;
 	/* The last key copied (the next page starts after it), owned. */
-	struct inbox_value	 after[8];
+	struct inbox_value	 after[MAX_KEY];
 	int			 has_after;
 	/* Counts of the batch under way (decide_*), added to r when the
 	 * batch committed. */
@@ -235,7 +238,7 @@ after_free(struct job *j)
 {
 	int k;
 
-	for (k = 0; k < 8; k++)
+	for (k = 0; k < MAX_KEY; k++)
 		free((void *)j->after[k].p);
 	memset(j->after, 0, sizeof j->after);
 	j->has_after = 0;
@@ -250,7 +253,7 @@ after_keep(struct job *j, const struct inbox_value *row)
 	int k;
 
 	after_free(j);
-	for (k = 0; k < ti->nkey; k++) {
+	for (k = 0; k < ti->nkey && k < MAX_KEY; k++) {
 		j->after[k] = row[k];
 		j->after[k].p = NULL;
 		if (row[k].type != INBOX_V_TEXT && row[k].type != INBOX_V_BLOB)
