@@ -182,8 +182,13 @@ class TestCutOver(CopyBase):
         while len(send.acked) < 30:
             time.sleep(0.05)
         self.copy("--to", self.new)
+        # One more after the copy, sorting first: the old drainer does it.
+        self.assertEqual(self.deliver("live-8-00001",
+                                      **Sender.params("live-8-00001")), 200)
         self.drain("--max-time", "2")
         self.assertGreater(count(self.new), 0)
+        self.assertEqual(count(self.sb.db, "webhook_id = 'live-8-00001' AND"
+                               " state = 'done'"), 1)
         # (2) stop the source's drainer (the cron entry); keep the old
         # config for the second copy; (3) switch the receivers.
         with open(self.sb.conf) as f, open(self.old_conf, "w") as g:
@@ -192,6 +197,19 @@ class TestCutOver(CopyBase):
         switched = time.time()
         # Wait until nothing begun before the switch is still in flight.
         send.wait_all_began_after(switched + 0.01)
+        # The provider's retry of an event the old inbox had done after the
+        # first copy (its 200 lost, say) lands in the new one as new.
+        con = sqlite3.connect(self.sb.db, timeout=30)
+        con.execute("ATTACH ? AS new", (self.new,))
+        retried = [r[0] for r in con.execute(
+            "SELECT webhook_id FROM events WHERE state = 'done' AND webhook_id"
+            " NOT IN (SELECT webhook_id FROM new.events) LIMIT 3")]
+        con.close()
+        self.assertGreater(len(retried), 0)
+        for msg_id in retried:
+            self.assertEqual(self.deliver(msg_id, **Sender.params(msg_id)), 200)
+        self.assertEqual(count(self.new, "webhook_id IN (%s)" % ", ".join(
+            "'%s'" % m for m in retried)), len(retried))
         # (4) copy again from the old config: what arrived meanwhile, and
         # what the source's drainer did since the first copy.
         out = self.copy("--to", self.new, conf=self.old_conf).stdout
@@ -203,6 +221,10 @@ class TestCutOver(CopyBase):
         # destination had changed nothing yet.
         self.assertGreater(written, 0)
         self.assertEqual(kept, 0)
+        # The retries took the old inbox's state: not handed out again.
+        self.assertEqual(count(self.new, "state = 'done' AND webhook_id IN (%s)"
+                               % ", ".join("'%s'" % m for m in retried)),
+                         len(retried))
         # (5) the destination's cron; the provider still sending.
         self.drain("--max-time", "2")
         more = send.n + 50
@@ -211,7 +233,7 @@ class TestCutOver(CopyBase):
         acked = send.finish()
         self.drain()
         self.assertEqual(send.bad, [])
-        acked |= {"pre-9-%03d" % i for i in range(40)}
+        acked |= {"pre-9-%03d" % i for i in range(40)} | {"live-8-00001"}
         handed = self.handed()
         # Every acknowledged event handed out once, across both inboxes.
         dupes = sorted({h for h in handed if handed.count(h) > 1})
