@@ -4,8 +4,9 @@
  * This interface speaks of events, states and filters only — never of a
  * database's handles, settings or query text — so that another
  * implementation (PostgreSQL) can sit behind it.  The SQLite one is
- * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c and lib/inbox_wal.c,
- * with what only they share in lib/inbox_sqlite.h.
+ * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c, lib/inbox_wal.c,
+ * lib/inbox_history.c and lib/inbox_copy.c, with what only they share in
+ * lib/inbox_sqlite.h.
  *
  * Every write is one short explicit transaction that takes the write lock
  * first (a writer never fails half-way because another wrote meanwhile);
