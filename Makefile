@@ -33,6 +33,7 @@ TSAN_TESTS = test_committer
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/request.c lib/site.c lib/receive.c \
 	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
+	   lib/inbox_copy.c lib/copy.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
@@ -45,7 +46,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status test_digest test_history
+	  test_sender test_status test_digest test_history test_copy
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE

@@ -121,3 +121,18 @@ CREATE TABLE runs (
     budget_hit  INTEGER NOT NULL,  -- stopped by --max-time
     result      TEXT NOT NULL      -- ok, failures, error
 ) WITHOUT ROWID;
+
+-- @@ version 4 @@ (lib/inbox.c applies what follows as the migration from 3)
+-- What `webhook-drain copy` wrote into this inbox (docs/moving.md): for each
+-- event and cursor it copied, the digest of the row as copied, so that a
+-- later copy tells a row this inbox changed since (its drainer, an
+-- operator, retention) from one it did not, and a row it deleted from one
+-- it never had.  `tbl` is 'events' or 'cursors', `key` the row's
+-- webhook_id or name.  Only copy writes here; empty unless this inbox was
+-- a copy's destination.
+CREATE TABLE copied (
+    tbl    TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    digest BLOB NOT NULL,
+    PRIMARY KEY (tbl, key)
+) WITHOUT ROWID;

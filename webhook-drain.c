@@ -14,11 +14,12 @@
  *   webhook-drain check [--document-root DIR] [--handler] [--url URL]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
+ *   webhook-drain copy --to DATABASE [--dry-run]
  *
  * Argument parsing, output and exit codes only: each cmd_* parses, makes
  * one library call and prints what it reports.  The run is lib/drain.c
  * (with lib/refetch.c), sync and recover lib/paging.c, check
- * lib/setup_check.c, send lib/sender.c, the ways of showing events
+ * lib/setup_check.c, send lib/sender.c, copy lib/copy.c, the ways of showing events
  * lib/present.c; the inbox, the handler and the lock live in lib/ too.
  * Exit codes (README, one table per command): 0 success, also for a
  * requeue/forget filter that matches nothing; 1 some event failed this
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -42,6 +44,7 @@
 #include "lib/api.h"
 #include "lib/bulk.h"
 #include "lib/config.h"
+#include "lib/copy.h"
 #include "lib/digest.h"
 #include "lib/drain.h"
 #include "lib/inbox.h"
@@ -104,6 +107,10 @@ usage(void)
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
 	    "                               the inbox lacks, then run\n"
+	    "  copy --to DATABASE [--dry-run]\n"
+	    "                               copy this inbox (events, clocks, cursors,\n"
+	    "                               history) into another; repeatable, see\n"
+	    "                               docs/moving.md for moving a live inbox\n"
 	    "FILTERS: --state S (pending, retrying, done, stale, dead) --failing\n"
 	    "  (= --state retrying) --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
@@ -192,7 +199,7 @@ enum {
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
 	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS, OPT_FAILING, OPT_RECORD,
-	OPT_JOBS
+	OPT_JOBS, OPT_TO, OPT_DRY_RUN
 };
 
 static const struct option long_opts[] = {
@@ -221,6 +228,8 @@ static const struct option long_opts[] = {
 	{ "out", required_argument, NULL, OPT_REPORT },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "jobs", required_argument, NULL, OPT_JOBS },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -241,6 +250,8 @@ struct opts {
 	const char		*url;		/* check --url URL */
 	const char		*report_dir;	/* run --report, report --out */
 	const char		*metrics;	/* --metrics FILE */
+	const char		*to;		/* copy --to DATABASE */
+	int			 dry_run;	/* copy --dry-run */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
 	char			*args[4];		/* positional */
@@ -366,6 +377,12 @@ parse_option(int ch, const char *arg, struct opts *o)
 			    "to %d\n", CONFIG_JOBS_MAX);
 			return -1;
 		}
+		return 0;
+	case OPT_TO:
+		o->to = arg;
+		return 0;
+	case OPT_DRY_RUN:
+		o->dry_run = 1;
 		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
@@ -1103,6 +1120,85 @@ cmd_recover(const struct config *c, struct opts *o)
 	return walk_done(c, o, rc, a, ib);
 }
 
+/* ---- copy ---------------------------------------------------------------- */
+
+static void
+copy_progress(void *arg, enum inbox_table t, const struct copy_count *n)
+{
+	(void)arg;
+	if (progress_on)
+		fprintf(stderr, "\rcopy: %s: %lld read, %lld written\033[K",
+		    inbox_table_info(t)->name, (long long)n->read,
+		    (long long)n->written);
+}
+
+/* Is `to` the very inbox the config names (the same file)? */
+static int
+same_inbox(const struct config *c, const char *to)
+{
+	struct stat a, b;
+
+	return stat(c->database, &a) == 0 && stat(to, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * copy --to DATABASE [--dry-run]: this inbox's contents into another
+ * (lib/copy.h; docs/moving.md for the cut-over).  A dry run into a
+ * destination that does not exist yet creates nothing.
+ */
+static int
+cmd_copy(const struct config *c, struct opts *o)
+{
+	struct inbox_options io = { c->busy_timeout_ms, c->synchronous ==
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0 };
+	struct copy_options co = { o->dry_run, 0, 0 };
+	struct copy_hooks h = { copy_progress, NULL };
+	struct copy_result r;
+	struct inbox *src = NULL, *dst = NULL;
+	struct buf err;
+	int rc = EXIT_FAILED, k;
+
+	if (o->nargs || o->to == NULL) {
+		fprintf(stderr, "webhook-drain: copy needs --to DATABASE (the "
+		    "inbox to copy into)\n");
+		return EXIT_USAGE;
+	}
+	if (same_inbox(c, o->to)) {
+		fprintf(stderr, "webhook-drain: copy: %s is this config's own "
+		    "inbox\n", o->to);
+		return EXIT_USAGE;
+	}
+	if (!inbox_exists(c) || (src = open_inbox(c)) == NULL)
+		return EXIT_FAILED;
+	buf_init(&err, 4096);
+	progress_on = isatty(STDERR_FILENO) && !verbose;
+	if ((!o->dry_run || strstr(o->to, "://") != NULL ||
+	    access(o->to, F_OK) == 0) &&
+	    inbox_open(o->to, &io, &dst, &err) != INBOX_OK) {
+		fprintf(stderr, "webhook-drain: copy: %s\n", err.data);
+		goto out;
+	}
+	if (copy_run(src, dst, &co, &h, &r, &err) == 0)
+		rc = 0;
+	if (progress_on)
+		fputc('\n', stderr);
+	for (k = 0; k < INBOX_NTABLES; k++)
+		printf("%s%s: %lld read, %lld %s, %lld the same, %lld kept as "
+		    "the destination has them\n", o->dry_run ? "dry run: " : "",
+		    inbox_table_info(k)->name, (long long)r.t[k].read,
+		    (long long)r.t[k].written, o->dry_run ? "to write" :
+		    "written", (long long)r.t[k].same, (long long)r.t[k].kept);
+	if (rc != 0)
+		fprintf(stderr, "webhook-drain: copy: %s (what was written "
+		    "stays; run it again)\n", err.data);
+out:
+	inbox_close(dst);
+	inbox_close(src);
+	buf_free(&err);
+	return rc;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static int
@@ -1168,6 +1264,7 @@ static const struct command {
 	{ "sync", cmd_sync },
 	{ "recover", cmd_recover },
 	{ "report", cmd_report },
+	{ "copy", cmd_copy },
 };
 
 int

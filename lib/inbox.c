@@ -53,9 +53,13 @@ static const char migrate_v2[] =
  * writes either; a version-2 receiver still running is unaffected.
  */
 #define MIGRATE_V3_MARKER	"-- @@ version 3 @@"
+/* Version 3 to 4, with migrate_v4 below: the table `copy` keeps in its
+ * destination (schema.sql's tail from this marker on; only `webhook-drain
+ * copy` writes it). */
+#define MIGRATE_V4_MARKER	"-- @@ version 4 @@"
 
 /*
- * Version 3 to 4: events.failing_since, when the event's failures since
+ * Version 3 to 4, too: events.failing_since, when the event's failures since
  * it was received or requeued began, so that `status --max-failing`
  * counts from the first failure, not from the arrival (an event that
  * waited behind its object or a cron gap is not "failing" for that
@@ -154,6 +158,23 @@ ib_exec(struct inbox *ib, const char *sql)
 	return sqlite3_exec(ib->db, sql, NULL, NULL, NULL);
 }
 
+/* Run schema.sql from marker `from` up to marker `to` (a migration's
+ * part of the file), in the caller's transaction. */
+static int
+migrate_tail(struct inbox *ib, const char *from, const char *to)
+{
+	const char *a = strstr(schema_sql, from), *b = strstr(schema_sql, to);
+	char *part;
+	int rc;
+
+	if (a == NULL || b == NULL || b < a ||
+	    (part = strndup(a, (size_t)(b - a))) == NULL)
+		return SQLITE_NOMEM;
+	rc = ib_exec(ib, part);
+	free(part);
+	return rc;
+}
+
 static int
 apply_schema(struct inbox *ib, struct buf *err)
 {
@@ -185,13 +206,15 @@ apply_schema(struct inbox *ib, struct buf *err)
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
-		if (version < 3 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
+		if (version <= 2 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
 		    " COLUMN first_error TEXT")) != SQLITE_OK ||
-		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V3_MARKER))) !=
-		    SQLITE_OK))
+		    (rc = migrate_tail(ib, MIGRATE_V3_MARKER,
+		    MIGRATE_V4_MARKER)) != SQLITE_OK))
 			goto fail;
 		if ((rc = ib_exec(ib, migrate_v4)) != SQLITE_OK ||
-		    (rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
+		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V4_MARKER))) !=
+		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 4")) !=
+		    SQLITE_OK)
 			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)

@@ -4,8 +4,9 @@
  * This interface speaks of events, states and filters only — never of a
  * database's handles, settings or query text — so that another
  * implementation (PostgreSQL) can sit behind it.  The SQLite one is
- * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c and lib/inbox_wal.c,
- * with what only they share in lib/inbox_sqlite.h.
+ * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c, lib/inbox_wal.c,
+ * lib/inbox_history.c and lib/inbox_copy.c, with what only they share in
+ * lib/inbox_sqlite.h.
  *
  * Every write is one short explicit transaction that takes the write lock
  * first (a writer never fails half-way because another wrote meanwhile);
@@ -462,5 +463,97 @@ enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
 enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
 	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
 	    struct buf *err) __attribute__((warn_unused_result));
+
+/* ---- copying an inbox (`webhook-drain copy`; lib/copy.h, docs/moving.md) --
+ *
+ * Two calls move every table's rows between two inboxes of any
+ * implementation, in a portable form: each table as a fixed list of
+ * columns (inbox_table_info), each row as that many values.  What to do
+ * with a row that both sides have is the caller's decision (lib/copy.c),
+ * taken inside the destination's write transaction.  The SQLite
+ * implementation is lib/inbox_copy.c.
+ */
+enum inbox_table {
+	INBOX_EVENTS,		/* every column of an event (lib/inbox_copy.c
+				 * lists them); key webhook_id */
+	INBOX_OBJECTS,		/* the per-object clocks; key (object_type,
+				 * object_id) */
+	INBOX_CURSORS,		/* sync's and recover's cursors; key name */
+	INBOX_HISTORY,		/* history buckets; key (width_s, bucket_s,
+				 * name, label, idx) */
+	INBOX_RUNS,		/* the runs kept for history; key started_at */
+	INBOX_NTABLES
+};
+
+struct inbox_table_info {
+	const char		*name;		/* "events", … */
+	int			 ncols;		/* values per row */
+	int			 nkey;		/* the first nkey columns are its key */
+	const char *const	*cols;		/* column names */
+};
+/* The portable form of table t (static; never NULL for t < INBOX_NTABLES). */
+const struct inbox_table_info *inbox_table_info(enum inbox_table t);
+
+/* One value: times as their normalised instants (TEXT), bodies and
+ * outputs as BLOB, counts INTEGER; an absent value is NULL.  p/len point
+ * into memory the call that hands the value out owns. */
+enum inbox_vtype { INBOX_V_NULL, INBOX_V_INT, INBOX_V_TEXT, INBOX_V_BLOB };
+struct inbox_value {
+	enum inbox_vtype	 type;
+	int64_t			 i;		/* INBOX_V_INT */
+	const void		*p;		/* TEXT (no NUL needed), BLOB */
+	size_t			 len;
+};
+
+/*
+ * Read up to max_rows rows of table t whose key sorts after `after` (its
+ * nkey values; NULL: from the first row), in key order, stopping early
+ * once max_bytes of TEXT and BLOB values were read (at least one row).
+ * The page is read in one short read transaction that ends before fn is
+ * called once with the whole page (rows: n × ncols values, valid during
+ * the call only; not called for an empty page): a caller that writes
+ * elsewhere meanwhile never pins this inbox's snapshot.  fn returns 0, or
+ * -1 to report a failure of its own (this call then still returns
+ * INBOX_OK; the caller keeps its reason).  *n = rows read; fewer than
+ * max_rows with *full 0 means the table ended; *full = 1 when the byte
+ * bound cut the page.  Returns INBOX_OK or BUSY/FAILED with the reason in
+ * err.
+ */
+enum inbox_status inbox_table_read(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *after, size_t max_rows, size_t max_bytes,
+	    int (*fn)(const struct inbox_value *rows, size_t n, void *arg),
+	    void *arg, size_t *n, int *full, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * What a merge callback decided for one incoming row.  On INBOX_MERGE_PUT
+ * the row `out` replaces (or becomes) the destination's row, and, for a
+ * table with a one-column key, `ledger` (when not empty) is recorded as
+ * the row's copy record (schema.sql, table `copied`).
+ */
+enum inbox_merge { INBOX_MERGE_KEEP, INBOX_MERGE_PUT };
+/*
+ * in: the incoming row; cur: the destination's row with the same key
+ * (NULL: none); led/led_len: the copy record kept for that key (NULL:
+ * none; tables with a one-column key only); out: ncols values, preset to
+ * in, which the callback may point at in's, cur's or its own memory
+ * (valid until it returns); ledger: empty, to fill for a PUT.
+ */
+typedef enum inbox_merge (*inbox_merge_fn)(enum inbox_table t,
+	    const struct inbox_value *in, const struct inbox_value *cur,
+	    const void *led, size_t led_len, struct inbox_value *out,
+	    struct buf *ledger, void *arg);
+
+/*
+ * Merge n rows (rows: n × ncols values) into table t in ONE write
+ * transaction, asking fn about each row (above).  dry: decide only, in a
+ * read transaction, writing nothing.  *put = rows fn decided to write.
+ * Returns INBOX_OK, or BUSY/FAILED with the reason in err (then nothing
+ * of this call was written).
+ */
+enum inbox_status inbox_table_merge(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *rows, size_t n, inbox_merge_fn fn,
+	    void *arg, int dry, int64_t *put, struct buf *err)
+	    __attribute__((warn_unused_result));
 
 #endif

@@ -12,6 +12,7 @@
  *   lib/inbox_ops.c    the operator's commands: filters, purge, status
  *   lib/inbox_wal.c    WAL durability: group-commit syncs, checkpoint
  *                      turns, the busy handler, the plain-CGI VFS shim
+ *   lib/inbox_copy.c   tables in their portable form, for `copy`
  *
  * Functions named ib_* are internal to those files (extern only because
  * they are shared between them); inbox_wal_* is the WAL policy's API.
