@@ -156,7 +156,7 @@ load_config(struct config *c, int all)
 static int
 inbox_exists(const struct config *c)
 {
-	if (access(c->database, F_OK) == 0)
+	if (util_is_postgresql(c->database) || access(c->database, F_OK) == 0)
 		return 1;
 	fprintf(stderr, "webhook-drain: no inbox at %s: nothing received yet, "
 	    "or `database` in %s names the wrong file\n", c->database, c->path);
@@ -491,7 +491,8 @@ cmd_run(const struct config *c, struct opts *o)
 		return EXIT_USAGE;
 	}
 	/* No inbox yet: nothing was received; say nothing (cron). */
-	if (access(c->database, F_OK) == -1 && errno == ENOENT) {
+	if (!util_is_postgresql(c->database) && access(c->database, F_OK) == -1 &&
+	    errno == ENOENT) {
 		if (verbose)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
@@ -566,6 +567,7 @@ cmd_status(const struct config *c, struct opts *o)
 	struct buf err;
 	int64_t now = util_now_ns();
 	enum inbox_status s;
+	char dbname[1024];
 
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
@@ -576,7 +578,8 @@ cmd_status(const struct config *c, struct opts *o)
 	inbox_close(ib);
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
-	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
+	inbox_database_name(c->database, dbname, sizeof dbname);
+	status_attention(&r, now, o->max_pending_age, o->max_idle, dbname,
 	    c->retry_max_s, c->settle_s, &at);
 	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)

@@ -77,7 +77,8 @@ struct inbox *
 drain_inbox_open(const struct config *c, struct buf *err)
 {
 	struct inbox_options o = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0 };
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0,
+	    DRAIN_LEASE_NS(c) };
 	struct inbox *ib = NULL;
 
 	if (inbox_open(c->database, &o, &ib, err) != INBOX_OK)
@@ -373,7 +374,11 @@ drain_run(const struct config *c, int64_t max_time_s,
 
 	memset(res, 0, sizeof *res);
 	buf_init(&err, 4096);
-	lock = runlock_try(c->database, &err);
+	/* A PostgreSQL inbox is shared by any number of runs on any hosts
+	 * (leases keep them apart: inbox.h, inbox_claim); a SQLite one by
+	 * one run at a time. */
+	lock = util_is_postgresql(c->database) ? DRAIN_NO_RUNLOCK :
+	    runlock_try(c->database, &err);
 	if (lock == -2) {
 		note_locked(c, h);
 		buf_free(&err);
