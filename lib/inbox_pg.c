@@ -728,6 +728,69 @@ static const char store_sql[] =
     "  RETURNING 1)"
     " SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM dup)";
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when s does not
+ * start one (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80 || (s[0] == 0xf0 && s[1] < 0x90) ||
+		    (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/*
+ * PostgreSQL's text holds valid UTF-8 only (a UTF8 database), where
+ * SQLite's holds any bytes: s as is when valid, else a copy in tmp with
+ * each byte that starts no valid sequence written as U+FFFD (the
+ * extracted fields: the body itself is kept byte for byte) or, with
+ * escape, as \xHH (a webhook-id: distinct ids must stay distinct).
+ * NULL stays NULL; on out of memory, NULL with *oom.
+ */
+static const char *
+utf8_text(const char *s, int escape, struct buf *tmp, int *oom)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n, i;
+
+	if (s == NULL)
+		return NULL;
+	for (i = 0; u[i] != '\0'; i += n)
+		if ((n = utf8_seq(u + i)) == 0)
+			break;
+	if (u[i] == '\0')
+		return s;
+	buf_reset(tmp);
+	for (i = 0; u[i] != '\0'; i += n) {
+		if ((n = utf8_seq(u + i)) != 0) {
+			if (buf_append(tmp, u + i, n) == -1)
+				*oom = 1;
+			continue;
+		}
+		n = 1;
+		if ((escape ? buf_printf(tmp, "\\x%02x", u[i]) :
+		    buf_append(tmp, "\xef\xbf\xbd", 3)) == -1)
+			*oom = 1;
+	}
+	if (buf_append(tmp, "", 1) == -1)
+		*oom = 1;
+	return *oom ? NULL : tmp->data;
+}
+
 static enum inbox_status
 insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
     int64_t deadline, int *changed, struct buf *err)
@@ -737,6 +800,8 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	char now[INSTANT_SIZE], ts[24], tr[24];
 	PGresult *r = NULL;
 	enum inbox_status s;
+	struct buf t[7];
+	int i, oom = 0;
 
 	if (!ib->store_ready) {
 		if ((s = px_exec(ib, store_sql, NULL, deadline,
@@ -744,20 +809,26 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 			return s;
 		ib->store_ready = 1;
 	}
-	px_raw(&p, d->webhook_id);
+	for (i = 0; i < 7; i++)
+		buf_init(&t[i], SIZE_MAX / 2);
+	px_raw(&p, utf8_text(d->webhook_id, 1, &t[0], &oom));
 	px_bytes(&p, d->body != NULL ? d->body : "", d->body_len);
 	(void)px_instant(&p, util_now_ns(), now);
 	px_int(&p, d->webhook_timestamp, ts);
-	px_text(&p, d->secret_fp);
-	px_text(&p, f->type);
-	px_text(&p, f->created_at);
-	px_text(&p, f->created_at_raw);
-	px_text(&p, f->object_type);
-	px_text(&p, f->object_id);
+	px_text(&p, utf8_text(d->secret_fp, 0, &t[1], &oom));
+	px_text(&p, utf8_text(f->type, 0, &t[2], &oom));
+	px_text(&p, f->created_at);	/* normalised instants: ASCII */
+	px_text(&p, utf8_text(f->created_at_raw, 0, &t[3], &oom));
+	px_text(&p, utf8_text(f->object_type, 0, &t[4], &oom));
+	px_text(&p, utf8_text(f->object_id, 0, &t[5], &oom));
 	px_text(&p, f->updated_at);
 	px_int(&p, f->truncated, tr);
-	if ((s = px_query(ib, "webhook_store", NULL, &p, deadline, &r,
-	    "storing the event", err)) != INBOX_OK)
+	s = oom ? px_fail(ib, err, INBOX_FAILED, "storing the event",
+	    "out of memory") : px_query(ib, "webhook_store", NULL, &p, deadline,
+	    &r, "storing the event", err);
+	for (i = 0; i < 7; i++)
+		buf_free(&t[i]);
+	if (s != INBOX_OK)
 		return s;
 	*changed = PQntuples(r) == 1 && px_int_col(r, 0, 0) == 1;
 	PQclear(r);

@@ -255,16 +255,28 @@ inbox_pg_claim(struct inbox *pib, struct inbox_event *e, int64_t now_ns,
 	char now[INSTANT_SIZE];
 	PGresult *r = NULL;
 	enum inbox_status s;
-	int64_t n;
 	int stale, got, held;
 
 	*claim = INBOX_SKIPPED;
+	/*
+	 * Locks in one order everywhere, lease before event row (the
+	 * verdicts' fenced() too): a claim that locked the event first and
+	 * then waited for the lease could deadlock with the verdict of the
+	 * drainer releasing it.  Nothing else is written here (counting
+	 * received rows, SQLite's admission, is inbox_next_due's, in its own
+	 * transactions), so a claim that finds nothing to do rolls back and
+	 * leaves no lease behind.
+	 */
 	if ((s = px_begin(ib, 0, err)) != INBOX_OK)
 		return s;
-	if ((s = admit_chunk(ib, &n, err)) != INBOX_OK)
+	if ((s = take_lease(ib, e, &got, err)) != INBOX_OK)
 		goto fail;
+	if (!got) {	/* another drainer has its object */
+		px_rollback(ib);
+		return INBOX_OK;
+	}
 	/* Still pending and first of its object; a row another drainer is
-	 * claiming or recording right now is skipped, not waited for. */
+	 * recording or counting right now is skipped, not waited for. */
 	px_raw(&p, e->webhook_id);
 	if ((s = px_query(ib, NULL, "SELECT requeued FROM events e"
 	    " WHERE webhook_id = $1 AND state = 'pending'"
@@ -275,14 +287,11 @@ inbox_pg_claim(struct inbox *pib, struct inbox_event *e, int64_t now_ns,
 		goto fail;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return px_commit(ib, 0, "counting received events", err);
+		px_rollback(ib);
+		return INBOX_OK;
 	}
 	e->requeued = (int)px_int_col(r, 0, 0);
 	PQclear(r);
-	if ((s = take_lease(ib, e, &got, err)) != INBOX_OK)
-		goto fail;
-	if (!got)	/* another drainer has its object */
-		return px_commit(ib, 0, "counting received events", err);
 	if ((s = check_stale(ib, e, &stale, err)) != INBOX_OK)
 		goto fail;
 	memset(&p, 0, sizeof p);
