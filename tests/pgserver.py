@@ -51,7 +51,8 @@ def _system_user():
 
 
 class PgServer:
-    def __init__(self, prefix="webhook-pg-"):
+    def __init__(self, prefix="webhook-pg-", extra_conf=""):
+        """extra_conf: more lines for postgresql.conf."""
         self.dir = tempfile.mkdtemp(prefix=prefix)
         self.data = os.path.join(self.dir, "data")
         self.sock = os.path.join(self.dir, "sock")
@@ -74,7 +75,7 @@ class PgServer:
                     "fsync = on\n"
                     "synchronous_commit = on\n"
                     "max_connections = 100\n"
-                    "shared_buffers = 32MB\n" % self.sock)
+                    "shared_buffers = 32MB\n" % self.sock + extra_conf)
         self.start()
         atexit.register(self.stop)
 
