@@ -51,7 +51,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status test_digest test_history
+	  test_sender test_status test_digest test_history test_inbox_pg
 
 .PHONY: all deps test test-all test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
