@@ -26,7 +26,8 @@ import pgserver
 from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
                      write_conf)
 
-# $PPID: the drainer (the handler is `exec sh handler.sh`).
+# $PPID: the drainer (/bin/sh -c "sh handler.sh": dash execs the last
+# command of -c).
 HANDLER_LOG = r'''cat >/dev/null
 echo "start $WEBHOOK_ID $WEBHOOK_OBJECT_ID $WEBHOOK_ATTEMPT $PPID" >> "$RECORD"
 sleep 0.1
@@ -54,7 +55,7 @@ class PgBase(unittest.TestCase):
         with open(self.handler, "w") as f:
             f.write(HANDLER_LOG)
         self.keys = {"database": self.db, "secret": SECRET_A,
-                     "busy_timeout": "1s", "handler": "exec sh " + self.handler,
+                     "busy_timeout": "1s", "handler": "sh " + self.handler,
                      "settle": "0s", "handler_timeout": "1s",
                      "api_timeout": "1s", "retry_base": "30s"}
         write_conf(self.sb.conf, **self.keys)
@@ -369,6 +370,31 @@ class TestCheck(PgBase):
                       " raised to on", out)
         self.assertRegex(out, r"FAIL database: this role cannot write every "
                          r"table: .*permission denied")
+
+    def test_role_that_may_only_read_gets_503_never_200(self):
+        # e2e_receiver's read-only database, PostgreSQL's way: a role
+        # without INSERT.  The schema exists (made by the owner).
+        write_conf(self.sb.conf, **self.keys)
+        self.serve()
+        self.deliver("by_owner")
+        self.pg.psql(self.db, "CREATE ROLE reader2 LOGIN;"
+                     " GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader2")
+        write_conf(self.sb.conf, **dict(self.keys, database=self.db.replace(
+            "user=webhook", "user=reader2")))
+        status, headers = self.deliver("by_reader", expect=None)
+        self.assertEqual(status, 503)
+        self.assertEqual(headers.get("Retry-After"), "30")
+        self.assertEqual([r["webhook_id"] for r in self.rows(
+            "SELECT webhook_id FROM events")], ["by_owner"])
+        time.sleep(0.2)
+        self.assertIn("permission denied", self.srv.log() + self.sb_log())
+
+    def sb_log(self):
+        p = os.path.join(self.sb.dir, "lighttpd.error.log")
+        if not os.path.exists(p):
+            return ""
+        with open(p, errors="replace") as f:
+            return f.read()
 
     def test_unreachable_server_fails_check_with_the_reason(self):
         write_conf(self.sb.conf, **dict(self.keys, database=self.db.replace(
