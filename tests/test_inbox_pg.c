@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -508,6 +509,51 @@ START_TEST(synchronous_commit_raised_to_on)
 }
 END_TEST
 
+/*
+ * A commit waiting for a synchronous standby (one that never comes: every
+ * commit waits) whose wait is cancelled: PostgreSQL commits locally and
+ * only warns.  The store must fail (503), not acknowledge.
+ */
+START_TEST(cancelled_replication_wait_is_no_acknowledgement)
+{
+	struct inbox_options o = { .busy_timeout_ms = 10000 };
+	struct inbox *p = NULL;
+	char s[64];
+	pid_t child;
+	int status;
+
+	sql("ALTER SYSTEM SET synchronous_standby_names = 'ghost'", NULL, 0);
+	sql("SELECT pg_reload_conf()", NULL, 0);
+	while (strcmp(sql("SHOW synchronous_standby_names", s, sizeof s),
+	    "ghost") != 0)
+		usleep(10000);
+	OK(inbox_open(uri, &o, &p, &err));
+	if ((child = fork()) == 0) {
+		/* Cancel the store's wait once it waits. */
+		while (sql_int("SELECT count(*) FROM pg_stat_activity WHERE"
+		    " application_name = 'webhook-inbox' AND wait_event = 'SyncRep'")
+		    == 0)
+			usleep(10000);
+		sql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE"
+		    " application_name = 'webhook-inbox' AND wait_event = 'SyncRep'",
+		    NULL, 0);
+		_exit(0);
+	}
+	ck_assert_int_eq(store_in(p, "w1", "t", NULL, NULL, NULL, NULL),
+	    INBOX_FAILED);
+	ck_assert_msg(strstr(ERR, "warned") != NULL, "%s", ERR);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	inbox_close(p);
+	sql("ALTER SYSTEM RESET synchronous_standby_names", NULL, 0);
+	sql("SELECT pg_reload_conf()", NULL, 0);
+	while (strcmp(sql("SHOW synchronous_standby_names", s, sizeof s), "") != 0)
+		usleep(10000);
+	/* Committed locally all the same: the retry is a duplicate. */
+	ck_assert_int_eq(store_in(ib, "w1", "t", NULL, NULL, NULL, NULL),
+	    INBOX_DUPLICATE);
+}
+END_TEST
+
 START_TEST(unreachable_fails_then_backs_off)
 {
 	struct inbox_options o = { .busy_timeout_ms = 1000 };
@@ -547,6 +593,7 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, synchronous_commit_raised_to_on);
 	tcase_add_test(tc, unreachable_fails_then_backs_off);
+	tcase_add_test(tc, cancelled_replication_wait_is_no_acknowledgement);
 	suite_add_tcase(s, tc);
 	return s;
 }
