@@ -416,6 +416,13 @@ inbox_pg_history_add(struct inbox *pib, const struct history_delta *d,
 
 	if ((s = px_begin(ib, 0, err)) != INBOX_OK)
 		return s;
+	/* One run's history at a time: two drainers ending their runs at
+	 * once would upsert the same rows in different orders and deadlock
+	 * (e2e_postgresql's three drainers did).  Only drainers write
+	 * history, once per run and when counting received rows. */
+	if ((s = px_exec(ib, "LOCK TABLE history IN SHARE ROW EXCLUSIVE MODE",
+	    NULL, 0, "recording the run's history", err)) != INBOX_OK)
+		goto fail;
 	for (i = 0; i < n; i++) {
 		struct px_params p = { 0 };
 
@@ -470,7 +477,7 @@ inbox_pg_history_add(struct inbox *pib, const struct history_delta *d,
 		    " SELECT 86400, bucket_s - bucket_s % 86400, name, label, idx,"
 		    " CASE WHEN idx = -2 THEN max(n) ELSE sum(n)::bigint END"
 		    " FROM history WHERE width_s = 300 AND bucket_s < $1::bigint"
-		    " GROUP BY 2, 3, 4, 5" UPSERT_N, &p, 0,
+		    " GROUP BY 2, 3, 4, 5 ORDER BY 2, 3, 4, 5" UPSERT_N, &p, 0,
 		    "recording the run's history", err)) != INBOX_OK ||
 		    (s = px_exec(ib, "DELETE FROM history WHERE width_s = 300"
 		    " AND bucket_s < $1::bigint", &p, 0,

@@ -39,7 +39,9 @@ px_lease_key(struct px_params *p, const struct inbox_event *e)
  * Count up to ADMIT_CHUNK rows the receivers stored as `received` in
  * history and mark them counted, in the caller's transaction.  Rows
  * another drainer is counting are skipped (SKIP LOCKED), not waited for
- * and never counted twice.
+ * and never counted twice; history rows are upserted in bucket order, so
+ * that two drainers counting at once wait for each other, never
+ * deadlock.
  */
 static enum inbox_status
 admit_chunk(struct inbox_pg *ib, int64_t *n, struct buf *err)
@@ -51,7 +53,7 @@ admit_chunk(struct inbox_pg *ib, int64_t *n, struct buf *err)
 	    " h AS (INSERT INTO history (width_s, bucket_s, name, label, idx, n)"
 	    "  SELECT 300, b - b % 300, 'received', '', 0, count(*) FROM"
 	    "  (SELECT extract(epoch FROM substr(received_at, 1, 19)::timestamp)"
-	    "   ::bigint AS b FROM a) x GROUP BY 2"
+	    "   ::bigint AS b FROM a) x GROUP BY 2 ORDER BY 2"
 	    "  ON CONFLICT (width_s, bucket_s, name, label, idx)"
 	    "  DO UPDATE SET n = history.n + excluded.n)"
 	    " SELECT count(*) FROM a";
