@@ -5,7 +5,9 @@
  *
  *   lib/inbox_pg.c        the connection (open with a deadline, the
  *                         schema, synchronous_commit, warnings), storing,
- *                         cursors, reading rows, the helpers below (px_*)
+ *                         cursors
+ *   lib/inbox_pg_px.c     statements with a deadline, parameters, reading
+ *                         rows: the helpers below (px_*)
  *   lib/inbox_pg_rules.c  order, hold, stale and leases: due events,
  *                         claims, verdicts, list
  *   lib/inbox_pg_ops.c    the operator's commands, retention, status,
