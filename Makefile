@@ -17,6 +17,11 @@ PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih 2>/dev
 PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi -lpthread
 CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+# PostgreSQL (libpq) in the default build; the static build leaves it out
+# (no -DWEBHOOK_POSTGRESQL: lib/inbox_pg*.c compile to nothing there, and
+# a postgresql:// database is a config error; docs/postgresql.md).
+PG_CFLAGS  := -DWEBHOOK_POSTGRESQL $(shell pkg-config --cflags libpq 2>/dev/null)
+PG_LIBS    := $(shell pkg-config --libs libpq 2>/dev/null)
 
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wvla
@@ -34,6 +39,8 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/request.c lib/site.c lib/receive.c \
 	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
 	   lib/inbox_copy.c lib/copy.c \
+	   lib/inbox_backend.c lib/inbox_pg.c lib/inbox_pg_px.c lib/inbox_pg_rules.c \
+	   lib/inbox_pg_ops.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
@@ -41,12 +48,13 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/bulk.c \
 	   lib/history.c lib/inbox_history.c lib/runrec.c lib/report.c \
 	   lib/report_html.c lib/report_prom.c
-LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o
+LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o $(B)/lib/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status test_digest test_history test_copy
+	  test_sender test_status test_digest test_history test_copy \
+	  test_inbox_pg
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
@@ -68,32 +76,38 @@ $(B)/version.stamp: FORCE
 
 $(B)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
 $(B)/%.o: %.c lib/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) -c -o $@ $<
 
 $(B)/lib/schema.o: lib/schema.S schema.sql
 	@mkdir -p $(dir $@)
 	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+
+# schema-pg.sql, the PostgreSQL inbox's (lib/inbox_pg.c), as schema_pg_sql.
+$(B)/lib/schema_pg.o: lib/schema.S schema-pg.sql
+	@mkdir -p $(dir $@)
+	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/schema.S
 
 $(B)/libwebhook.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $(LIB_OBJ)
 
 $(B)/webhook.fcgi: $(B)/webhook.fcgi.o $(B)/libwebhook.a
-	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
 $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
-	$(CC) $(CFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) \
+	    $(PG_LIBS)
 
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DVECTORS='"$(VECTORS)"' \
+	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) -DVECTORS='"$(VECTORS)"' \
 	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' \
 	    -DCONF_EXAMPLE='"$(abspath conf/webhook.conf.example)"' -o $@ $< $(B)/libwebhook.a \
-	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS)
+	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS) $(PG_LIBS)
 
 # The Standard Webhooks vectors live in the tree (a copy of the project's
 # shared vectors), so a clone alone builds every test.
@@ -109,7 +123,7 @@ $(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/version.
 	$(CC) $(ALL_CFLAGS) -DWEBHOOK_VERSION='"$(VERSION)+next"' \
 	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/version.c
 	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/tests/version-next.o \
-	    $(B)/libwebhook.a $(PKG_LIBS)
+	    $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
 san:
 	$(MAKE) B=build-san CFLAGS='$(SAN_FLAGS)' test-build
@@ -151,7 +165,7 @@ $(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/
 FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/request.c \
 		   lib/site.c lib/receive.c lib/inbox.c lib/inbox_rules.c \
 		   lib/inbox_ops.c lib/inbox_wal.c lib/inbox_history.c lib/history.c \
-		   lib/committer.c lib/walsync.c) \
+		   lib/inbox_backend.c lib/committer.c lib/walsync.c) \
 		   $(FB)/lib/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c lib/*.h \
     fuzz/coverage-ignore.txt
@@ -218,7 +232,7 @@ $(B)/bench/history_cost: bench/history_cost.c $(B)/libwebhook.a
 # The inbox's cost per stored row by batch size (bench/run runs it).
 $(B)/bench/commit_cost: bench/commit_cost.c $(B)/libwebhook.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
 demo: deps
 	$(MAKE) all
@@ -276,7 +290,7 @@ $(SB)/bench/cgi_ceiling: bench/cgi_ceiling.c
 $(SB)/bench/cgi_sqlite_floor: bench/cgi_sqlite_floor.c
 	@mkdir -p $(dir $@)
 	$(CC) -static $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm -lpthread
-SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o
+SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o $(SB)/lib/schema_pg.o
 SB_LIBS	 = -lsqlite3 -lsodium -linih -lm -lpthread
 SB_CURL	 = $(SB)/curl/libcurl.a -lcares -lssl -lcrypto -lz
 SB_BINS	 = $(SB)/webhook.fcgi $(SB)/webhook-drain
@@ -388,6 +402,10 @@ $(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjs
 $(SB)/lib/schema.o: lib/schema.S schema.sql
 	@mkdir -p $(dir $@)
 	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+
+$(SB)/lib/schema_pg.o: lib/schema.S schema-pg.sql
+	@mkdir -p $(dir $@)
+	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/schema.S
 
 $(SB)/libwebhook.a: $(SB_OBJ)
 	rm -f $@

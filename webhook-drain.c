@@ -172,7 +172,7 @@ load_config(struct config *c, int all)
 static int
 inbox_exists(const struct config *c)
 {
-	if (access(c->database, F_OK) == 0)
+	if (util_is_postgresql(c->database) || access(c->database, F_OK) == 0)
 		return 1;
 	fprintf(stderr, "webhook-drain: no inbox at %s: nothing received yet, "
 	    "or `database` in %s names the wrong file\n", c->database, c->path);
@@ -554,7 +554,8 @@ cmd_run(const struct config *c, struct opts *o)
 		return EXIT_USAGE;
 	}
 	/* No inbox yet: nothing was received; say nothing (cron). */
-	if (access(c->database, F_OK) == -1 && errno == ENOENT) {
+	if (!util_is_postgresql(c->database) && access(c->database, F_OK) == -1 &&
+	    errno == ENOENT) {
 		if (verbose)
 			printf("no inbox at %s yet: nothing received\n", c->database);
 		return 0;
@@ -651,6 +652,7 @@ cmd_status(const struct config *c, struct opts *o)
 	struct buf err;
 	int64_t now = util_now_ns();
 	enum inbox_status s;
+	char dbname[1024];
 
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
@@ -661,7 +663,8 @@ cmd_status(const struct config *c, struct opts *o)
 	inbox_close(ib);
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
-	status_attention(&r, now, o->max_pending_age, o->max_idle, c->database,
+	inbox_database_name(c->database, dbname, sizeof dbname);
+	status_attention(&r, now, o->max_pending_age, o->max_idle, dbname,
 	    c->retry_max_s, c->settle_s, &at);
 	status_failing(&r, now, o->max_failing, &at);
 	if (o->json)
@@ -1151,7 +1154,7 @@ static int
 cmd_copy(const struct config *c, struct opts *o)
 {
 	struct inbox_options io = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0 };
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0, 0 };
 	struct copy_options co = { o->dry_run, 0, 0 };
 	struct copy_hooks h = { copy_progress, NULL };
 	struct copy_result r;

@@ -69,6 +69,7 @@ struct committer {
 	char		*path;
 	struct inbox_options wo;	/* the writer's, to reopen it */
 	struct inbox_options co;	/* the checkpointer's, likewise */
+	int		 sqlite;	/* a SQLite inbox (WAL checkpoints) */
 };
 
 static void *
@@ -146,8 +147,10 @@ committer_open(const char *path, const struct inbox_options *o,
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
 		goto fail;
 	/* Without group commit (synchronous=NORMAL) the writer checkpoints
-	 * by itself like any SQLite connection; no thread needed. */
-	if (o->group_commit && o->synchronous == INBOX_SYNC_FULL) {
+	 * by itself like any SQLite connection; no thread needed.  A
+	 * PostgreSQL server checkpoints by itself too. */
+	cm->sqlite = !util_is_postgresql(path);
+	if (cm->sqlite && o->group_commit && o->synchronous == INBOX_SYNC_FULL) {
 		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
 			goto fail;
 		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
@@ -327,7 +330,7 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 			next_leader->role = LEAD;
 		else
 			cm->busy = 0;
-		if (cm->writer != NULL)
+		if (cm->writer != NULL && cm->sqlite)
 			cm->wal_frames = inbox_wal_frames(cm->writer);
 		if (cm->ckpt_started)
 			pthread_cond_signal(&cm->ckpt_cv);

@@ -277,6 +277,20 @@ set_string(struct parse *p, const struct key *k, const char *v)
 	if (k->kind == K_URL && strncmp(v, "https://", 8) != 0 &&
 	    strncmp(v, "http://", 7) != 0)
 		return fail(p, k->name, "not an http:// or https:// URL");
+	/* `database` is a file, or a PostgreSQL inbox's libpq URI: that is
+	 * no path to resolve. */
+	if (k->kind == K_PATH && strcmp(k->name, "database") == 0 &&
+	    util_is_postgresql(v)) {
+#ifndef WEBHOOK_POSTGRESQL
+		return fail(p, k->name, "a PostgreSQL inbox, but this binary "
+		    "was built without PostgreSQL (inbox backends: sqlite; "
+		    "`--version` says which a binary has)");
+#else
+		if ((*dst = strdup(v)) == NULL)
+			return fail(p, k->name, "out of memory");
+		return 0;
+#endif
+	}
 	if ((*dst = strdup(v)) == NULL ||
 	    (k->kind == K_PATH && resolve_against(p->path, dst) == -1))
 		return fail(p, k->name, "out of memory");

@@ -94,7 +94,8 @@ drain_retry_delay(const struct config *c, int64_t failures)
 static struct inbox *
 open_with(const struct config *c, enum inbox_sync sync, struct buf *err)
 {
-	struct inbox_options o = { c->busy_timeout_ms, sync, 0, 0, 0 };
+	struct inbox_options o = { c->busy_timeout_ms, sync, 0, 0, 0,
+	    DRAIN_LEASE_NS(c) };
 	struct inbox *ib = NULL;
 
 	if (inbox_open(c->database, &o, &ib, err) != INBOX_OK)
@@ -599,7 +600,11 @@ drain_run(const struct config *c, const struct drain_limits *lim,
 	for (i = 0; i < run.njobs; i++)
 		inbox_event_init(&run.slots[i].e);
 	buf_init(&err, 4096);
-	lock = runlock_try(c->database, &err);
+	/* A PostgreSQL inbox is shared by any number of runs on any hosts
+	 * (leases keep them apart: inbox.h, inbox_claim); a SQLite one by
+	 * one run at a time. */
+	lock = util_is_postgresql(c->database) ? DRAIN_NO_RUNLOCK :
+	    runlock_try(c->database, &err);
 	if (lock == -2) {
 		note_locked(c, h);
 		st = DRAIN_LOCKED;

@@ -26,6 +26,22 @@
 #define DRAIN_JITTER_MIN	750
 #define DRAIN_JITTER_SPAN	500
 
+/*
+ * A drainer's lease on the object it hands out, where several drainers
+ * share the inbox (PostgreSQL; inbox.h, inbox_options.lease_ns): longer
+ * than one hand-out can take — the refetch (two API timeouts), the
+ * handler until its kill (handler_timeout and the kill grace twice) —
+ * with DRAIN_LEASE_MARGIN_S for the verdict's own transaction and a
+ * slow machine.  A drainer killed mid-hand-out delays its object by at
+ * most this much.
+ */
+#define DRAIN_LEASE_MARGIN_S	10
+#define DRAIN_LEASE_NS(c) \
+	(((c)->handler_timeout_s + 2 * (c)->api_timeout_s + \
+	DRAIN_LEASE_MARGIN_S) * 1000000000LL + 2 * HANDLER_KILL_GRACE_NS)
+/* drain_run's run lock where none is taken (a PostgreSQL inbox). */
+#define DRAIN_NO_RUNLOCK	(-3)
+
 /* What happened to one event. */
 enum drain_outcome {
 	DRAIN_DONE,		/* handler exited 0; recorded done */

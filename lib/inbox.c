@@ -299,7 +299,7 @@ prepare_hot(struct inbox *ib)
 }
 
 enum inbox_status
-inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
+inbox_sqlite_open(const char *given, const struct inbox_options *o, struct inbox **out,
     struct buf *err)
 {
 	struct inbox *ib;
@@ -325,6 +325,7 @@ inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
 		(void)buf_printf(err, "%s: out of memory", path);
 		return INBOX_FAILED;
 	}
+	ib->head.be = &inbox_sqlite_backend;
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
 	ib->busy_deadline = o->deadline;	/* for the open only (below) */
 	create_shared(path);
@@ -358,12 +359,19 @@ inbox_open(const char *given, const struct inbox_options *o, struct inbox **out,
 	*out = ib;
 	return INBOX_OK;
 out:
-	inbox_close(ib);
+	inbox_sqlite_close(ib);
 	return s;
 }
 
+const struct inbox_backend inbox_sqlite_backend = {
+	.name = "sqlite",
+	.open = inbox_sqlite_open,
+	.close = inbox_sqlite_close,
+	INBOX_OPS(INBOX_OP_ENTRY_sqlite)
+};
+
 void
-inbox_close(struct inbox *ib)
+inbox_sqlite_close(struct inbox *ib)
 {
 	if (ib == NULL)
 		return;
@@ -527,7 +535,7 @@ store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 }
 
 enum inbox_status
-inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
+inbox_sqlite_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
 	enum inbox_status s;
 
@@ -725,7 +733,7 @@ fail:
 /* The batch waits for the lock no longer than its most pressed delivery
  * may: the requests queued behind it then still have their own time. */
 enum inbox_status
-inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
+inbox_sqlite_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 {
 	enum inbox_status s;
 	size_t i;
@@ -741,7 +749,7 @@ inbox_store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 }
 
 enum inbox_status
-inbox_cursor_get(struct inbox *ib, const char *name, char **updated_after,
+inbox_sqlite_cursor_get(struct inbox *ib, const char *name, char **updated_after,
     char **page, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;

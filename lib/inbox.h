@@ -3,10 +3,12 @@
  *
  * This interface speaks of events, states and filters only — never of a
  * database's handles, settings or query text — so that another
- * implementation (PostgreSQL) can sit behind it.  The SQLite one is
- * lib/inbox.c, lib/inbox_rules.c, lib/inbox_ops.c, lib/inbox_wal.c,
- * lib/inbox_history.c and lib/inbox_copy.c, with what only they share in
- * lib/inbox_sqlite.h.
+ * implementation can sit behind it.  The SQLite one is lib/inbox.c,
+ * lib/inbox_rules.c, lib/inbox_ops.c, lib/inbox_history.c, lib/inbox_wal.c
+ * and lib/inbox_copy.c, with what only they share in lib/inbox_sqlite.h;
+ * the PostgreSQL one (docs/postgresql.md) is lib/inbox_pg*.c with
+ * lib/inbox_pg.h.  lib/inbox_backend.c hands each call to the one the
+ * inbox was opened with.
  *
  * Every write is one short explicit transaction that takes the write lock
  * first (a writer never fails half-way because another wrote meanwhile);
@@ -67,7 +69,18 @@ struct inbox_options {
 	 * deadline.  Only the open: stores take theirs from the delivery.
 	 */
 	int64_t			deadline;
+	/*
+	 * A drainer's lease on an event's object, ns (0: a default of
+	 * INBOX_LEASE_DEFAULT_NS).  Only where several drainers share the
+	 * inbox (PostgreSQL): inbox_claim takes the lease, the finish_*
+	 * calls are fenced by it, and an expired one is taken over by another
+	 * drainer — so it must outlast a hand-out (handler_timeout and the
+	 * refetch) with a margin.  The SQLite inbox ignores it: one run at a
+	 * time holds the run lock.
+	 */
+	int64_t			lease_ns;
 };
+#define INBOX_LEASE_DEFAULT_NS	(10LL * 60 * 1000000000)
 
 /* Outcome of a call that may meet a busy or broken database. */
 enum inbox_status {
@@ -75,11 +88,33 @@ enum inbox_status {
 	INBOX_DUPLICATE,	/* inbox_store: the webhook-id is already there */
 	INBOX_NOT_FOUND,	/* no such event */
 	INBOX_BUSY,		/* the write lock stayed taken past busy_timeout */
-	INBOX_FAILED		/* anything else: disk full, read-only, I/O… */
+	INBOX_FAILED,		/* anything else: disk full, read-only, I/O… */
+	INBOX_LOST		/* finish_*: this drainer's lease on the event's
+				 * object expired and another drainer took it
+				 * (PostgreSQL): nothing recorded, the other
+				 * drainer hands the event out again */
 };
 
+/* The backends this binary was built with: "sqlite" or "sqlite,
+ * postgresql" (--version). */
+const char *inbox_backends(void);
+/* `database` as messages and reports show it: a file's path as it is, a
+ * PostgreSQL URI without its password (host, port, dbname, user). */
+void	inbox_database_name(const char *database, char *out, size_t outsz);
+/* The backend an open inbox uses: "sqlite" or "postgresql". */
+const char *inbox_backend_name(const struct inbox *ib);
+
 /*
- * Open (creating if needed) the inbox at `path` as util_path_resolve
+ * PostgreSQL (`path` a libpq URI, util_is_postgresql): connect within
+ * the options' deadline (else busy_timeout_ms), apply or migrate the
+ * schema, make commits wait for the WAL flush (synchronous_commit at
+ * least `on`, whatever the server's default); the password comes from
+ * libpq's own means (a passfile), and messages name the database without
+ * it.  A binary built without PostgreSQL refuses it (INBOX_FAILED).
+ * After a failed connection attempt, further opens in the same process
+ * return INBOX_BUSY at once for a short backoff (docs/postgresql.md).
+ *
+ * SQLite: open (creating if needed) the inbox at `path` as util_path_resolve
  * resolves it (the file the document-root guard judged; a path whose
  * directory does not resolve is refused), with the options' commit
  * durability, waiting up to busy_timeout_ms for the write lock (in short
@@ -222,6 +257,14 @@ enum inbox_claim {
  * object, apply the stale rule (DESIGN.md "Stale rule") and either mark it
  * stale or count the hand-out (attempts + 1, reflected in e->attempts).
  * *claim says which.  Returns INBOX_OK or BUSY/FAILED.
+ *
+ * Where several drainers share the inbox (PostgreSQL), the claim also
+ * takes this connection's lease on the event's object (or on the event,
+ * when it has none) for the options' lease_ns, in the same transaction:
+ * INBOX_SKIPPED when another drainer holds a lease that has not expired.
+ * The finish_* calls below then record only while this connection still
+ * holds that lease, release it, and return INBOX_LOST (nothing recorded)
+ * when another drainer took it over after it expired.
  */
 enum inbox_status inbox_claim(struct inbox *ib, struct inbox_event *e,
 	    int64_t now_ns, enum inbox_claim *claim, struct buf *err)
@@ -458,6 +501,24 @@ enum inbox_status inbox_dead_latest(struct inbox *ib, int64_t limit,
 	    int (*fn)(const struct inbox_event *, const char *first_error,
 	    void *), void *arg,
 	    struct buf *err) __attribute__((warn_unused_result));
+
+/*
+ * For `check` on a database server (PostgreSQL): what the server says.
+ * INBOX_OK with *f filled; INBOX_NOT_FOUND for an inbox that is a file
+ * (SQLite: nothing more to say than inbox_probe_write does).
+ */
+struct inbox_server_facts {
+	char	server_version[64];	/* "15.18 (Debian 15.18-0+deb12u1)" */
+	char	sync_default[32];	/* synchronous_commit as the session
+					 * began (the server's, role's or
+					 * database's default) */
+	char	sync_effective[32];	/* as this connection commits */
+	int	schema_version;
+	char	user[64];		/* the role connected as */
+};
+enum inbox_status inbox_server_facts(struct inbox *ib,
+	    struct inbox_server_facts *f, struct buf *err)
+	    __attribute__((warn_unused_result));
 
 /* At most `limit` blocked objects, longest queue first. */
 enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,

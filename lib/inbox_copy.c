@@ -173,7 +173,7 @@ page_add(struct page *pg, sqlite3_stmt *st, int ncols, size_t *bytes)
 }
 
 enum inbox_status
-inbox_table_read(struct inbox *ib, enum inbox_table t,
+inbox_sqlite_table_read(struct inbox *ib, enum inbox_table t,
     const struct inbox_value *after, size_t max_rows, size_t max_bytes,
     int (*fn)(const struct inbox_value *, size_t, void *), void *arg,
     size_t *n, int *full, struct buf *err)
@@ -387,7 +387,7 @@ out:
 }
 
 enum inbox_status
-inbox_table_merge(struct inbox *ib, enum inbox_table t,
+inbox_sqlite_table_merge(struct inbox *ib, enum inbox_table t,
     const struct inbox_value *rows, size_t n, inbox_merge_fn fn, void *arg,
     int dry, int64_t *put, struct buf *err)
 {

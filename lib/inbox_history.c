@@ -137,7 +137,7 @@ out:
 }
 
 enum inbox_status
-inbox_history_add(struct inbox *ib, const struct history_delta *d, size_t n,
+inbox_sqlite_history_add(struct inbox *ib, const struct history_delta *d, size_t n,
     const struct inbox_run_record *run, int64_t now_ns, struct buf *err)
 {
 	int rc;
@@ -168,7 +168,7 @@ read_end(struct inbox *ib, sqlite3_stmt *st, int rc, struct buf *err,
 }
 
 enum inbox_status
-inbox_history_read(struct inbox *ib, int64_t since_s,
+inbox_sqlite_history_read(struct inbox *ib, int64_t since_s,
     int (*fn)(const struct inbox_history_row *, void *), void *arg,
     struct buf *err)
 {
@@ -198,7 +198,7 @@ fail:
 }
 
 enum inbox_status
-inbox_runs_read(struct inbox *ib, int64_t since_ns,
+inbox_sqlite_runs_read(struct inbox *ib, int64_t since_ns,
     int (*fn)(const struct inbox_run_record *, void *), void *arg,
     struct buf *err)
 {
@@ -240,7 +240,7 @@ fail:
 }
 
 enum inbox_status
-inbox_queue_now(struct inbox *ib, int64_t now_ns, struct inbox_queue *q,
+inbox_sqlite_queue_now(struct inbox *ib, int64_t now_ns, struct inbox_queue *q,
     struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -276,7 +276,7 @@ fail:
 }
 
 enum inbox_status
-inbox_blocked_list(struct inbox *ib, int64_t limit,
+inbox_sqlite_blocked_list(struct inbox *ib, int64_t limit,
     int (*fn)(const struct inbox_blocked *, void *), void *arg,
     struct buf *err)
 {
@@ -313,7 +313,7 @@ fail:
 }
 
 enum inbox_status
-inbox_dead_latest(struct inbox *ib, int64_t limit,
+inbox_sqlite_dead_latest(struct inbox *ib, int64_t limit,
     int (*fn)(const struct inbox_event *, const char *, void *), void *arg,
     struct buf *err)
 {

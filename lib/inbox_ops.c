@@ -31,7 +31,7 @@ ib_bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
 }
 
 enum inbox_status
-inbox_count(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
+inbox_sqlite_count(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
     struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -78,7 +78,7 @@ fail:
 }
 
 enum inbox_status
-inbox_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
+inbox_sqlite_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
     int64_t *n, struct buf *err)
 {
 	/* An event whose body retention dropped has nothing to hand out:
@@ -91,7 +91,7 @@ inbox_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
 }
 
 enum inbox_status
-inbox_forget(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
+inbox_sqlite_forget(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
     struct buf *err)
 {
 	return filtered_write(ib, "DELETE FROM events" FILTER_WHERE, f, 0, n,
@@ -123,7 +123,7 @@ purge_batch(struct inbox *ib, const char *sql, const char *cutoff, int *rc)
 }
 
 enum inbox_status
-inbox_purge(struct inbox *ib, int64_t now_ns, int64_t retention_ns,
+inbox_sqlite_purge(struct inbox *ib, int64_t now_ns, int64_t retention_ns,
     int64_t *bodies, int64_t *rows, struct buf *err)
 {
 	static const char *const sql[] = {
@@ -184,7 +184,7 @@ meta_get(struct inbox *ib, const char *key, char *out, size_t outsz)
 }
 
 enum inbox_status
-inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
+inbox_sqlite_status_report(struct inbox *ib, struct inbox_status_report *r,
     struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -264,7 +264,7 @@ fail:
 }
 
 enum inbox_status
-inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *err)
+inbox_sqlite_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE];
@@ -284,7 +284,7 @@ inbox_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *err)
 }
 
 enum inbox_status
-inbox_probe_write(struct inbox *ib, struct buf *err)
+inbox_sqlite_probe_write(struct inbox *ib, struct buf *err)
 {
 	int rc;
 
@@ -301,7 +301,17 @@ inbox_probe_write(struct inbox *ib, struct buf *err)
 }
 
 enum inbox_status
-inbox_note_run(struct inbox *ib, int64_t now_ns, const char *outcome,
+inbox_sqlite_server_facts(struct inbox *ib, struct inbox_server_facts *f,
+    struct buf *err)
+{
+	(void)ib;
+	(void)err;
+	memset(f, 0, sizeof *f);
+	return INBOX_NOT_FOUND;		/* a file, no server */
+}
+
+enum inbox_status
+inbox_sqlite_note_run(struct inbox *ib, int64_t now_ns, const char *outcome,
     struct buf *err)
 {
 	sqlite3_stmt *st = NULL;

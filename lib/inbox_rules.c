@@ -127,7 +127,7 @@ admit(struct inbox *ib, int64_t now_ns)
 }
 
 enum inbox_status
-inbox_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
+inbox_sqlite_next_due(struct inbox *ib, struct inbox_cursor *cur, int64_t now_ns,
     int64_t settle_ns, int64_t future_ns, struct inbox_event *e,
     struct buf *err)
 {
@@ -239,7 +239,7 @@ out:
 }
 
 enum inbox_status
-inbox_is_stale(struct inbox *ib, const struct inbox_event *e, int *stale,
+inbox_sqlite_is_stale(struct inbox *ib, const struct inbox_event *e, int *stale,
     struct buf *err)
 {
 	int rc = check_stale(ib, e, stale);
@@ -248,7 +248,7 @@ inbox_is_stale(struct inbox *ib, const struct inbox_event *e, int *stale,
 }
 
 enum inbox_status
-inbox_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
+inbox_sqlite_claim(struct inbox *ib, struct inbox_event *e, int64_t now_ns,
     enum inbox_claim *claim, struct buf *err)
 {
 	static const char recheck[] =
@@ -340,7 +340,7 @@ later(const char *a, const char *b)
 }
 
 enum inbox_status
-inbox_finish_stale(struct inbox *ib, const struct inbox_event *e,
+inbox_sqlite_finish_stale(struct inbox *ib, const struct inbox_event *e,
     int64_t now_ns, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -361,7 +361,7 @@ inbox_finish_stale(struct inbox *ib, const struct inbox_event *e,
 }
 
 enum inbox_status
-inbox_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
+inbox_sqlite_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t now_ns,
     const void *output, size_t output_len, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -417,7 +417,7 @@ fail:
 }
 
 enum inbox_status
-inbox_finish_failed(struct inbox *ib, const struct inbox_event *e,
+inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
     int64_t now_ns, int64_t retry_ns, int64_t max_attempts, const char *error,
     const void *output, size_t output_len, int *dead, struct buf *err)
 {
@@ -514,7 +514,7 @@ out:
 }
 
 enum inbox_status
-inbox_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
+inbox_sqlite_list(struct inbox *ib, const struct inbox_filter *f, int with_body,
     int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
 {
 	struct inbox_event page[LIST_PAGE], after;

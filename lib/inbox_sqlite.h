@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "inbox.h"
+#include "inbox_backend.h"
 #include "walsync.h"
 
 /*
@@ -103,7 +104,15 @@ int	inbox_wal_frames(const struct inbox *ib);
 
 /* ---- shared by lib/inbox*.c only ---------------------------------------- */
 
+/* The SQLite implementation of each INBOX_OPS function (inbox_backend.h),
+ * inbox_sqlite_NAME, and its open and close. */
+INBOX_OPS(INBOX_OP_PROTO_sqlite)
+enum inbox_status inbox_sqlite_open(const char *path,
+	    const struct inbox_options *o, struct inbox **out, struct buf *err);
+void	inbox_sqlite_close(struct inbox *ib);
+
 struct inbox {
+	struct inbox_head head;		/* first: the backend (inbox_backend.h) */
 	sqlite3		*db;
 	char		*path;
 	int64_t		 busy_timeout_ns;

@@ -279,7 +279,7 @@ inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 }
 
 enum inbox_status
-inbox_maintain(struct inbox *ib, struct buf *err)
+inbox_sqlite_maintain(struct inbox *ib, struct buf *err)
 {
 	if (!ib->group_commit && !ib->short_lived)
 		return INBOX_OK;

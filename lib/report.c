@@ -204,7 +204,7 @@ report_collect(struct inbox *ib, const char *database, int64_t now_ns,
 	memset(r, 0, sizeof *r);
 	r->now_ns = now_ns;
 	r->max_idle_s = max_idle_s;
-	snprintf(r->database, sizeof r->database, "%s", database);
+	inbox_database_name(database, r->database, sizeof r->database);
 	r->fine0_s = history_bucket_s(now_s, HISTORY_FINE_S) -
 	    (REPORT_FINE_N - 1) * HISTORY_FINE_S;
 	r->day0_s = history_bucket_s(now_s, HISTORY_DAY_S) -

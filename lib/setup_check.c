@@ -153,7 +153,8 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 		finding(k, SETUP_FAIL, "config", "%s is inside the document root "
 		    "%s, where anyone can download it — move it outside and "
 		    "point WEBHOOK_CONF at it", c->path, docroot);
-	if (c->database != NULL && util_path_inside(docroot, c->database))
+	if (c->database != NULL && !util_is_postgresql(c->database) &&
+	    util_path_inside(docroot, c->database))
 		finding(k, SETUP_FAIL, "database", "%s is inside the document "
 		    "root %s — move it outside and update `database`",
 		    c->database, docroot);
@@ -325,6 +326,61 @@ check_api(struct check *k, const struct config *c)
 		    "600 %s", c->api_token_file, c->api_token_file);
 }
 
+/*
+ * A PostgreSQL inbox: reachable (and the schema applied or migrated, as
+ * the receivers and drainers will find it), this role's privileges on
+ * every table, the schema version, synchronous_commit as commits will
+ * run, the server's version.  Named without the password.
+ */
+static void
+check_postgresql(struct check *k, const struct config *c)
+{
+	struct inbox_server_facts f;
+	struct inbox *ib;
+	struct buf err;
+	char name[1024];
+
+	inbox_database_name(c->database, name, sizeof name);
+	buf_init(&err, 4096);
+	if ((ib = drain_inbox_open(c, &err)) == NULL) {
+		finding(k, SETUP_FAIL, "database", "%s — check the URI, that the "
+		    "server runs and takes this user's connections (pg_hba.conf),"
+		    " and the password in the passfile (PGPASSFILE, ~/.pgpass)",
+		    err.data);
+		buf_free(&err);
+		return;
+	}
+	if (inbox_server_facts(ib, &f, &err) != INBOX_OK) {
+		finding(k, SETUP_FAIL, "database", "%s", err.data);
+		goto out;
+	}
+	finding(k, SETUP_OK, "database", "%s reachable as role %s: PostgreSQL "
+	    "%s", name, f.user, f.server_version);
+	finding(k, SETUP_OK, "database", "schema version %d (this program's: "
+	    "%d)", f.schema_version, inbox_schema_version());
+	if (strcmp(f.sync_default, f.sync_effective) != 0)
+		finding(k, SETUP_WARN, "synchronous_commit", "%s for this role by "
+		    "default: raised to %s for our sessions (a 200 waits for the "
+		    "WAL flush); ALTER ROLE %s SET synchronous_commit = on says "
+		    "so for every client", f.sync_default, f.sync_effective, f.user);
+	else
+		finding(k, SETUP_OK, "synchronous_commit", "%s: a commit waits "
+		    "for the WAL flush%s", f.sync_effective,
+		    strcmp(f.sync_effective, "remote_apply") == 0 ||
+		    strcmp(f.sync_effective, "on") == 0 ?
+		    " (and synchronous standbys, when configured)" : "");
+	if (inbox_probe_write(ib, &err) != INBOX_OK)
+		finding(k, SETUP_FAIL, "database", "this role cannot write every "
+		    "table: %s — GRANT SELECT, INSERT, UPDATE, DELETE ON ALL "
+		    "TABLES IN SCHEMA public TO %s", err.data, f.user);
+	else
+		finding(k, SETUP_OK, "database", "this role may read and write "
+		    "every table of the inbox");
+out:
+	inbox_close(ib);
+	buf_free(&err);
+}
+
 void
 setup_check(const struct config *c, const char *docroot,
     const struct setup_hooks *h, struct setup_counts *n)
@@ -349,10 +405,15 @@ setup_check_partial(const struct config *c, int errors, const char *docroot,
 			check_api(&k, c);
 		return;
 	}
-	check_database_dir(&k, c->database, docroot);
+	if (util_is_postgresql(c->database))
+		check_postgresql(&k, c);
+	else
+		check_database_dir(&k, c->database, docroot);
 	/* Opening creates the inbox: never where a check already failed
 	 * (it made inbox.db inside public_html after saying to move it). */
-	if (n->fail > 0 && access(c->database, F_OK) == -1)
+	if (util_is_postgresql(c->database))
+		;	/* opened above */
+	else if (n->fail > 0 && access(c->database, F_OK) == -1)
 		finding(&k, SETUP_WARN, "database", "%s not created or opened: "
 		    "fix the failures above first, then check again", c->database);
 	else

@@ -140,6 +140,10 @@ int	util_path_resolve(const char *path, char out[PATH_MAX])
  */
 int	util_path_inside(const char *dir, const char *path);
 
+/* Does `database` name a PostgreSQL inbox (a libpq URI: postgresql:// or
+ * postgres://) rather than a SQLite file?  Only the prefix is judged. */
+int	util_is_postgresql(const char *database);
+
 /* Wall clock, nanoseconds since the epoch (CLOCK_REALTIME, which libfaketime
  * moves in tests). */
 int64_t	util_now_ns(void);

@@ -26,5 +26,5 @@ version_print(FILE *f, const char *progname)
 	fprintf(f, "SQLite %s, libsodium %s, inbox schema %d\n",
 	    sqlite3_libversion(), sodium_version_string(),
 	    inbox_schema_version());
-	fprintf(f, "inbox backends: sqlite\n");
+	fprintf(f, "inbox backends: %s\n", inbox_backends());
 }

@@ -11,6 +11,7 @@ import threading
 import time
 import unittest
 
+import harness
 from harness import (SECRET_A, DRAIN, FCGI, ROOT, FAKETIME, Sandbox, Lighttpd,
                      event_body, run_drain, signed_params, write_conf)
 
@@ -290,6 +291,8 @@ class TestPlumbing(DrainBase):
         self.assertEqual(first.wait(30), 0)
         self.assertEqual(self.ids(), ["long"])
 
+    @harness.sqlite_only("the run lock held by the orphan; PostgreSQL's "
+                         "leases: e2e_postgresql")
     def test_sigkill_mid_handler_hands_that_event_out_again_only(self):
         write_conf(self.sb.conf, **dict(self.keys, handler_timeout="20s"))
         self.deliver("k1", obj_id=1, created_at="2026-11-30T10:00:01Z")
@@ -312,6 +315,7 @@ class TestPlumbing(DrainBase):
         self.assertEqual(self.ids(), ["k1", "k2", "k2", "k3"])
         self.assertEqual(self.state("k2")["attempts"], 2)
 
+    @harness.sqlite_only("the run lock (runs share a PostgreSQL inbox)")
     def test_lock_held_by_an_escaped_process_is_diagnosed(self):
         # A handler that leaves a daemon behind (setsid) leaves the run lock
         # held: runs exit quietly, and status must name the lock, not cron.

@@ -65,6 +65,13 @@ class TestAccept(ReceiverBase):
         self.assertEqual((r["object_type"], r["object_id"]), ("client", "42"))
         self.assertEqual(r["updated_at"], "2026-11-30T08:00:00.000000000Z")
         self.assertEqual(r["secret_fp"], fingerprint(SECRET_A))
+        if harness.PG:
+            self.assertEqual(self.sb.rows("SELECT value FROM meta WHERE key ="
+                                          " 'schema_version'"), [{"value": "4"}])
+            # Not yet counted as received in history by a drainer.
+            self.assertEqual(self.sb.rows("SELECT admitted FROM events"),
+                             [{"admitted": 0}])
+            return
         con = sqlite3.connect(self.sb.db)
         self.assertEqual(con.execute("PRAGMA journal_mode").fetchone()[0], "wal")
         self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 4)
@@ -314,6 +321,7 @@ class TestMisconfigured(ReceiverBase):
         mid = self.new_id()
         self.assertEqual(self.srv.deliver(SECRET_A, mid, event_body(mid))[0], 503)
 
+    @harness.sqlite_only("file modes; a role's privileges: e2e_postgresql")
     @unittest.skipUnless(os.geteuid() == 0, "needs root to switch to nobody")
     def test_readonly_database_is_503(self):
         # A database this user may read but not write, as when the web
@@ -347,6 +355,48 @@ class TestMisconfigured(ReceiverBase):
         time.sleep(0.2)
         self.assertIn("inside the document root", self.srv.log())
 
+    @unittest.skipUnless(harness.PG, "PostgreSQL's version of the next")
+    def test_table_lock_held_past_busy_timeout_then_released(self):
+        # Another session holds a lock every insert waits for: the store
+        # gives up at busy_timeout (lock_timeout and our own wait), 503.
+        mid = self.new_id()
+        self.assertEqual(self.srv.deliver(SECRET_A, mid, event_body(mid))[0], 200)
+        holder = subprocess.Popen(
+            ["psql", "-X", "-q", "-d", self.sb.db, "-c",
+             "BEGIN; LOCK TABLE events IN SHARE MODE;"
+             " SELECT pg_sleep(600);"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while not self.sb.rows("SELECT pid FROM pg_locks WHERE"
+                                   " relation = 'events'::regclass"
+                                   " AND mode = 'ShareLock' AND granted"):
+                self.assertLess(time.time(), deadline, "lock never taken")
+                time.sleep(0.05)
+            mid = self.new_id()
+            t0 = time.monotonic()
+            status, headers, _ = self.srv.deliver(SECRET_A, mid, event_body(mid))
+            waited = time.monotonic() - t0
+            self.assertEqual(status, 503)
+            self.assertEqual(headers.get("Retry-After"), "30")
+            self.assertGreater(waited, 0.9)    # it did wait busy_timeout (1 s)
+        finally:
+            # Its backend sleeps on, lock held, until told to stop.
+            self.sb.rows("SELECT pg_terminate_backend(pid) FROM pg_locks"
+                         " WHERE relation = 'events'::regclass"
+                         " AND mode = 'ShareLock'")
+            holder.kill()
+            holder.wait()
+        deadline = time.time() + 60
+        while True:   # the server notices the client gone, then the lock
+            status = self.srv.deliver(SECRET_A, mid, event_body(mid))[0]
+            if status == 200 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(status, 200)
+        self.assertEqual(self.sb.count(), 2)
+
+    @harness.sqlite_only("SQLite's write lock; PostgreSQL's: the test above")
     def test_write_lock_held_past_busy_timeout_then_released(self):
         mid = self.new_id()
         self.assertEqual(self.srv.deliver(SECRET_A, mid, event_body(mid))[0], 200)
@@ -368,6 +418,7 @@ class TestMisconfigured(ReceiverBase):
 
 
 class TestLostFiles(ReceiverBase):
+    @harness.sqlite_only("files moved under the receiver")
     def test_database_moved_or_deleted_under_the_receiver(self):
         # Every 200 must be in the file the config names: a worker must not
         # go on acknowledging into an unlinked or moved-away file.

@@ -28,6 +28,20 @@ FCGI = os.path.join(BUILD, "webhook.fcgi")
 DRAIN = os.path.join(BUILD, "webhook-drain")
 SANITIZED = "san" in os.path.basename(BUILD)
 
+# WEBHOOK_TEST_BACKEND=postgresql: each Sandbox's inbox is a database on a
+# real PostgreSQL (tests/pgserver.py, one server per test process) instead
+# of a SQLite file; tests that are about files (moved, read-only, locked
+# by sqlite3) are skipped there with @sqlite_only (tests/run says so).
+BACKEND = os.environ.get("WEBHOOK_TEST_BACKEND", "sqlite")
+PG = BACKEND == "postgresql"
+
+
+def sqlite_only(why):
+    """Skip a test on the PostgreSQL backend: it is about SQLite files."""
+    import unittest
+    return unittest.skipIf(PG, "SQLite only: " + why)
+
+
 SECRET_A = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 SECRET_B = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
 
@@ -85,7 +99,13 @@ class Sandbox:
     def __init__(self, prefix="webhook-e2e-"):
         self.dir = tempfile.mkdtemp(prefix=prefix)
         self.conf = os.path.join(self.dir, "webhook.conf")
-        self.db = os.path.join(self.dir, "inbox.db")
+        if PG:
+            import pgserver
+            self.pg = pgserver.shared()
+            self.db = self.pg.new_database()
+        else:
+            self.pg = None
+            self.db = os.path.join(self.dir, "inbox.db")
         self.san_dir = os.path.join(self.dir, "san")
         os.mkdir(self.san_dir)
 
@@ -108,6 +128,11 @@ class Sandbox:
         return out
 
     def rows(self, sql="SELECT * FROM events", args=()):
+        if PG:
+            import pgserver
+            for a in args:   # sqlite3's ?, with the tests' own values
+                sql = sql.replace("?", "'%s'" % str(a).replace("'", "''"), 1)
+            return pgserver.query(self.db, sql.replace("rowid", "seq"))
         if not os.path.exists(self.db):
             return []
         con = sqlite3.connect(self.db, timeout=10)

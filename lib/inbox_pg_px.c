@@ -1,0 +1,362 @@
+/*
+ * inbox_pg_px: the PostgreSQL inbox's statements (inbox_pg.h, px_*):
+ * parameters in libpq's form, columns out of results, and every statement
+ * sent and waited for against a deadline -- a server that stops answering
+ * costs the caller its deadline, never a hang -- with the server's
+ * SQLSTATEs turned into inbox.h's statuses and a WARNING during COMMIT
+ * turned into a failure (docs/postgresql.md, "Durability of a 200").
+ */
+#ifdef WEBHOOK_POSTGRESQL
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inbox_pg.h"
+/* ---- parameters and columns --------------------------------------------- */
+
+void
+px_text(struct px_params *p, const char *s)
+{
+	px_raw(p, s != NULL && *s != '\0' ? s : NULL);
+}
+
+void
+px_raw(struct px_params *p, const char *s)
+{
+	p->v[p->n] = s;
+	p->len[p->n] = 0;
+	p->bin[p->n] = 0;
+	p->n++;
+}
+
+void
+px_int(struct px_params *p, int64_t v, char tmp[24])
+{
+	snprintf(tmp, 24, "%lld", (long long)v);
+	px_raw(p, tmp);
+}
+
+void
+px_bytes(struct px_params *p, const void *b, size_t len)
+{
+	p->v[p->n] = b;
+	p->len[p->n] = (int)len;
+	p->bin[p->n] = 1;
+	p->n++;
+}
+
+int
+px_instant(struct px_params *p, int64_t ns, char tmp[INSTANT_SIZE])
+{
+	if (instant_format(ns, tmp) == -1)
+		return -1;
+	px_raw(p, tmp);
+	return 0;
+}
+
+char *
+px_dup(const PGresult *r, int row, int col, int *oom)
+{
+	char *s;
+
+	if (PQgetisnull(r, row, col))
+		return NULL;
+	if ((s = strdup(PQgetvalue(r, row, col))) == NULL)
+		*oom = 1;
+	return s;
+}
+
+void
+px_instant_col(const PGresult *r, int row, int col, char out[INSTANT_SIZE])
+{
+	const char *t = PQgetvalue(r, row, col);
+
+	out[0] = '\0';
+	if (!PQgetisnull(r, row, col) && strlen(t) == INSTANT_LEN)
+		memcpy(out, t, INSTANT_SIZE);
+}
+
+int64_t
+px_int_col(const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		return 0;
+	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int
+px_bytes_col(const PGresult *r, int row, int col, struct buf *b)
+{
+	unsigned char *raw;
+	size_t n;
+	int rc;
+
+	if (PQgetisnull(r, row, col))
+		return 0;
+	if ((raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row,
+	    col), &n)) == NULL)
+		return -1;
+	rc = buf_append(b, n > 0 ? (const void *)raw : "", n);
+	PQfreemem(raw);
+	return rc;
+}
+
+int
+px_read_event(const PGresult *r, int row, struct inbox_event *e, int with_body)
+{
+	const char *state = PQgetvalue(r, row, 1);
+	int oom = 0;
+
+	inbox_event_free(e);
+	e->webhook_id = px_dup(r, row, 0, &oom);
+	snprintf(e->state, sizeof e->state, "%s", state);
+	px_instant_col(r, row, 2, e->received_at);
+	e->webhook_timestamp = px_int_col(r, row, 3);
+	e->secret_fp = px_dup(r, row, 4, &oom);
+	e->type = px_dup(r, row, 5, &oom);
+	px_instant_col(r, row, 6, e->created_at);
+	e->created_at_raw = px_dup(r, row, 7, &oom);
+	e->object_type = px_dup(r, row, 8, &oom);
+	e->object_id = px_dup(r, row, 9, &oom);
+	px_instant_col(r, row, 10, e->updated_at);
+	e->truncated = (int)px_int_col(r, row, 11);
+	px_instant_col(r, row, 12, e->sort_at);
+	e->attempts = px_int_col(r, row, 13);
+	e->failures = px_int_col(r, row, 14);
+	px_instant_col(r, row, 15, e->next_at);
+	px_instant_col(r, row, 16, e->finished_at);
+	e->requeued = (int)px_int_col(r, row, 17);
+	e->last_error = px_dup(r, row, 18, &oom);
+	if (px_bytes_col(r, row, 19, &e->last_output) == -1)
+		oom = 1;
+	e->seq = px_int_col(r, row, 20);
+	e->has_body = strcmp(PQgetvalue(r, row, 21), "t") == 0;
+	if (with_body && e->has_body &&
+	    px_bytes_col(r, row, EVENT_PG_NCOLUMNS, &e->body) == -1)
+		oom = 1;
+	return oom ? -1 : 0;
+}
+
+/* ---- statements with a deadline ----------------------------------------- */
+
+enum inbox_status
+px_fail(struct inbox_pg *ib, struct buf *err, enum inbox_status s,
+    const char *what, const char *msg)
+{
+	size_t n;
+
+	buf_reset(err);
+	(void)buf_printf(err, "%s: %s: %s", ib->name, what, msg);
+	/* libpq's messages end in a newline: one line for the logs. */
+	n = err->len;
+	while (n > 0 && (err->data[n - 1] == '\n' || err->data[n - 1] == ' '))
+		err->data[--n] = '\0';
+	err->len = n;
+	return s;
+}
+
+/* Wait until the statement sent is fully answered (0), the deadline passed
+ * (-1), or the connection failed (-2). */
+static int
+wait_ready(PGconn *c, int64_t deadline)
+{
+	struct pollfd pfd;
+	int64_t left;
+	int fl;
+
+	while ((fl = PQflush(c)) == 1 || PQisBusy(c)) {
+		if (fl == -1)
+			return -2;
+		if ((left = deadline - util_mono_ns()) <= 0)
+			return -1;
+		pfd.fd = PQsocket(c);
+		pfd.events = POLLIN | (fl == 1 ? POLLOUT : 0);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)(left / 1000000 + 1)) == -1 && errno != EINTR)
+			return -2;
+		if (!PQconsumeInput(c))
+			return -2;
+	}
+	return 0;
+}
+
+/*
+ * A statement that ran past its deadline: drop the connection (its state
+ * is unknown; the caller reopens).  No PQcancel: it waits, without a
+ * bound, for a server that may be the one not answering (a stopped or
+ * hung host: tests/e2e_postgresql.py froze one and PQcancel hung the
+ * request).  The server ends the statement itself: statement_timeout,
+ * set from the same deadline (px_begin), and the lost connection.
+ */
+static void
+give_up(struct inbox_pg *ib)
+{
+	ib->broken = 1;
+}
+
+/* What a failed result's SQLSTATE means to our callers: the ones a retry
+ * a moment later may cure are BUSY. */
+static enum inbox_status
+classify(const PGresult *r)
+{
+	const char *code = r != NULL ? PQresultErrorField(r,
+	    PG_DIAG_SQLSTATE) : NULL;
+
+	if (code == NULL)
+		return INBOX_FAILED;
+	if (strcmp(code, "40001") == 0 || strcmp(code, "40P01") == 0 ||
+	    strcmp(code, "55P03") == 0 || strcmp(code, "57014") == 0 ||
+	    strcmp(code, "53300") == 0 || strncmp(code, "08", 2) == 0)
+		return INBOX_BUSY;
+	return INBOX_FAILED;
+}
+
+enum inbox_status
+px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
+    const struct px_params *p, int64_t deadline, PGresult **res,
+    const char *what, struct buf *err)
+{
+	PGresult *r, *keep = NULL;
+	enum inbox_status s = INBOX_OK;
+	int ok, w;
+
+	if (res != NULL)
+		*res = NULL;
+	if (ib->conn == NULL || ib->broken)
+		return px_fail(ib, err, INBOX_FAILED, what, "the connection "
+		    "was dropped after an earlier failure (reopening)");
+	if (deadline == 0)
+		deadline = util_mono_ns() + (ib->busy_timeout_ns >
+		    PX_DEFAULT_WAIT_NS ? ib->busy_timeout_ns : PX_DEFAULT_WAIT_NS);
+	ib->warned = 0;
+	if (stmt != NULL)
+		ok = PQsendQueryPrepared(ib->conn, stmt, p != NULL ? p->n : 0,
+		    p != NULL ? p->v : NULL, p != NULL ? p->len : NULL,
+		    p != NULL ? p->bin : NULL, 0);
+	else if (p != NULL)
+		ok = PQsendQueryParams(ib->conn, sql, p->n, NULL, p->v, p->len,
+		    p->bin, 0);
+	else
+		ok = PQsendQuery(ib->conn, sql);
+	if (!ok) {
+		ib->broken = PQstatus(ib->conn) != CONNECTION_OK;
+		return px_fail(ib, err, INBOX_FAILED, what,
+		    PQerrorMessage(ib->conn));
+	}
+	for (;;) {
+		if ((w = wait_ready(ib->conn, deadline)) == -1) {
+			give_up(ib);
+			PQclear(keep);
+			return px_fail(ib, err, INBOX_BUSY, what, "no answer "
+			    "from the server in time (cancelled)");
+		}
+		if (w == -2) {
+			ib->broken = 1;
+			PQclear(keep);
+			return px_fail(ib, err, INBOX_FAILED, what,
+			    PQerrorMessage(ib->conn));
+		}
+		if ((r = PQgetResult(ib->conn)) == NULL)
+			break;
+		/* The first error is the one to report; else the last result
+		 * (a simple query of several statements). */
+		if (s == INBOX_OK && PQresultStatus(r) != PGRES_COMMAND_OK &&
+		    PQresultStatus(r) != PGRES_TUPLES_OK) {
+			s = classify(r);
+			(void)px_fail(ib, err, s, what, PQresultErrorMessage(r));
+			PQclear(keep);
+			keep = r;
+		} else if (s == INBOX_OK) {
+			PQclear(keep);
+			keep = r;
+		} else {
+			PQclear(r);
+		}
+	}
+	if (PQstatus(ib->conn) != CONNECTION_OK) {
+		ib->broken = 1;
+		if (s == INBOX_OK)
+			s = px_fail(ib, err, INBOX_FAILED, what,
+			    PQerrorMessage(ib->conn));
+	}
+	if (s != INBOX_OK || res == NULL)
+		PQclear(keep);
+	else
+		*res = keep;
+	return s;
+}
+
+enum inbox_status
+px_exec(struct inbox_pg *ib, const char *sql, const struct px_params *p,
+    int64_t deadline, const char *what, struct buf *err)
+{
+	return px_query(ib, NULL, sql, p, deadline, NULL, what, err);
+}
+
+enum inbox_status
+px_begin(struct inbox_pg *ib, int64_t deadline, struct buf *err)
+{
+	char sql[160];
+	int64_t ms;
+
+	if (deadline == 0)
+		return px_exec(ib, "BEGIN", NULL, 0, "begin", err);
+	/* The server gives up too (a lock held by another session, a slow
+	 * disk), not only this side's wait: the transaction then ends there
+	 * rather than holding its locks until the connection is noticed
+	 * gone. */
+	ms = (deadline - util_mono_ns()) / 1000000;
+	if (ms < 1)
+		ms = 1;
+	snprintf(sql, sizeof sql, "BEGIN; SET LOCAL statement_timeout = %lld;"
+	    " SET LOCAL lock_timeout = %lld", (long long)ms, (long long)ms);
+	return px_exec(ib, sql, NULL, deadline, "begin", err);
+}
+
+enum inbox_status
+px_commit(struct inbox_pg *ib, int64_t deadline, const char *what,
+    struct buf *err)
+{
+	PGresult *r = NULL;
+	enum inbox_status s;
+	char msg[400];
+
+	if ((s = px_query(ib, NULL, "COMMIT", NULL, deadline, &r, what,
+	    err)) != INBOX_OK)
+		return s;
+	/* COMMIT of a transaction that failed answers ROLLBACK. */
+	if (strcmp(PQcmdStatus(r), "COMMIT") != 0) {
+		PQclear(r);
+		return px_fail(ib, err, INBOX_FAILED, what, "rolled back");
+	}
+	PQclear(r);
+	/* A WARNING while committing: the wait for synchronous replication
+	 * was cancelled (or the session is being terminated) -- committed
+	 * here, maybe not on the standby.  Not acknowledged: the sender
+	 * retries, and the retry's duplicate path waits again. */
+	if (ib->warned) {
+		snprintf(msg, sizeof msg, "the server warned while committing "
+		    "(not acknowledged): %s", ib->warning);
+		return px_fail(ib, err, INBOX_FAILED, what, msg);
+	}
+	return INBOX_OK;
+}
+
+void
+px_rollback(struct inbox_pg *ib)
+{
+	struct buf err;
+
+	if (ib->conn == NULL || ib->broken ||
+	    PQtransactionStatus(ib->conn) == PQTRANS_IDLE)
+		return;
+	buf_init(&err, 1024);
+	(void)px_exec(ib, "ROLLBACK", NULL, util_mono_ns() + 5000000000LL,
+	    "rollback", &err);
+	buf_free(&err);
+}
+
+#endif /* WEBHOOK_POSTGRESQL */

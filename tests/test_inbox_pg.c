@@ -1,0 +1,613 @@
+/*
+ * test_inbox_pg: lib/inbox_pg*.c — inbox.h's contract on a real
+ * PostgreSQL (the database WEBHOOK_TEST_DATABASE names; tests/run gets one
+ * from tests/pgserver.py): storing and duplicates (which write `seen`),
+ * hand-out order, the hold rule, the stale rule, leases between two
+ * connections (a second drainer skips a leased object, takes over an
+ * expired lease, and the first one's verdict is then INBOX_LOST),
+ * batches with cursors, filters with globs, requeue, forget, retention,
+ * status, history, the schema version, synchronous_commit, and an
+ * unreachable server.
+ *
+ * Each test starts from an empty database (every table dropped, the
+ * schema applied again by inbox_open).  Times after storing are explicit
+ * now_ns values, as in test_inbox.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+#include <sodium.h>
+
+#include "lib/event.h"
+#include "lib/history.h"
+#include "lib/inbox.h"
+#include "lib/instant.h"
+#include "tests/check_common.h"
+
+#define SEC		1000000000LL
+#define DAY		(86400 * SEC)
+#define AT(hms)		("2026-03-01T" hms "Z")
+
+static const char *uri;
+static struct inbox *ib;
+static struct buf err;
+
+#define ERR		(err.data != NULL ? err.data : "")
+#define OK(call) do {							\
+	enum inbox_status s_ = (call);					\
+	ck_assert_msg(s_ == INBOX_OK, "%s = %d: %s", #call, (int)s_, ERR); \
+} while (0)
+
+/* Run SQL on a connection of our own; the first column of the first row
+ * into out ("" when none). */
+static const char *
+sql(const char *q, char *out, size_t outsz)
+{
+	PGconn *c = PQconnectdb(uri);
+	PGresult *r;
+
+	ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+	r = PQexec(c, q);
+	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK ||
+	    PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", q,
+	    PQresultErrorMessage(r));
+	if (out != NULL)
+		snprintf(out, outsz, "%s", PQresultStatus(r) == PGRES_TUPLES_OK &&
+		    PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+	PQclear(r);
+	PQfinish(c);
+	return out;
+}
+
+static long long
+sql_int(const char *q)
+{
+	char s[64];
+
+	return strtoll(sql(q, s, sizeof s), NULL, 10);
+}
+
+/* ALTER DATABASE (this one) `what`. */
+static void
+db_setting(const char *what)
+{
+	char q[256];
+
+	snprintf(q, sizeof q, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %%I"
+	    " %s', current_database()); END $$", what);
+	sql(q, NULL, 0);
+}
+
+static struct inbox *
+open_lease(int64_t lease_ns)
+{
+	struct inbox_options o = { .busy_timeout_ms = 5000,
+	    .synchronous = INBOX_SYNC_FULL, .lease_ns = lease_ns };
+	struct inbox *p = NULL;
+
+	OK(inbox_open(uri, &o, &p, &err));
+	ck_assert_str_eq(inbox_backend_name(p), "postgresql");
+	return p;
+}
+
+static void
+setup(void)
+{
+	buf_init(&err, 4096);
+	sql("SET client_min_messages = warning;"
+	    " DROP VIEW IF EXISTS events_held; DROP TABLE IF EXISTS events,"
+	    " objects, meta, cursors, history, runs, seen, leases CASCADE", NULL,
+	    0);
+	db_setting("RESET ALL");
+	ib = open_lease(0);
+}
+
+static void
+teardown(void)
+{
+	inbox_close(ib);
+	ib = NULL;
+	buf_free(&err);
+}
+
+/* Store an event (NULL fields absent); created/updated as a provider sends
+ * them. */
+static enum inbox_status
+store_in(struct inbox *to, const char *id, const char *type,
+    const char *created, const char *otype, const char *oid,
+    const char *updated)
+{
+	struct event_fields f;
+	struct inbox_delivery d;
+	char body[256];
+	int n = snprintf(body, sizeof body, "{\"id\":\"%s\"}", id);
+
+	memset(&f, 0, sizeof f);
+	f.type = (char *)type;
+	if (created != NULL) {
+		ck_assert_int_eq(instant_parse(created, strlen(created),
+		    f.created_at), 0);
+		f.created_at_raw = (char *)created;
+	}
+	f.object_type = (char *)otype;
+	f.object_id = (char *)oid;
+	if (updated != NULL)
+		ck_assert_int_eq(instant_parse(updated, strlen(updated),
+		    f.updated_at), 0);
+	memset(&d, 0, sizeof d);
+	d.webhook_id = id;
+	d.webhook_timestamp = 1772366400;
+	d.secret_fp = "fp0123";
+	d.body = body;
+	d.body_len = (size_t)n;
+	d.fields = &f;
+	return inbox_store(to, &d, &err);
+}
+
+static void
+store(const char *id, const char *type, const char *created,
+    const char *otype, const char *oid, const char *updated)
+{
+	OK(store_in(ib, id, type, created, otype, oid, updated));
+}
+
+/* The ids inbox_next_due hands out now (+1 day: settle passed), each
+ * claimed with `c` and finished done unless it is `fail_id` (failed,
+ * retried in an hour).  Written into out, space-separated. */
+static void
+drain_ids(struct inbox *c, const char *fail_id, int64_t now, char *out,
+    size_t outsz)
+{
+	struct inbox_cursor cur;
+	struct inbox_event e;
+	enum inbox_claim claim;
+	enum inbox_status s;
+	int dead;
+
+	out[0] = '\0';
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	while ((s = inbox_next_due(c, &cur, now, 0, 0, &e, &err)) == INBOX_OK) {
+		OK(inbox_claim(c, &e, now, &claim, &err));
+		if (claim == INBOX_SKIPPED)
+			continue;
+		snprintf(out + strlen(out), outsz - strlen(out), "%s%s%s",
+		    out[0] ? " " : "", e.webhook_id,
+		    claim == INBOX_MARKED_STALE ? "(stale)" :
+		    claim == INBOX_CLAIMED_STALE ? "(claimed stale)" : "");
+		if (claim == INBOX_MARKED_STALE)
+			continue;
+		if (fail_id != NULL && strcmp(e.webhook_id, fail_id) == 0)
+			OK(inbox_finish_failed(c, &e, now, 3600 * SEC, 5, "boom",
+			    NULL, 0, &dead, &err));
+		else
+			OK(inbox_finish_done(c, &e, now, "ok", 2, &err));
+	}
+	ck_assert_msg(s == INBOX_NOT_FOUND, "next_due = %d: %s", (int)s, ERR);
+	inbox_event_free(&e);
+}
+
+START_TEST(store_and_duplicate_writes)
+{
+	store("a", "t", AT("10:00:00"), "client", "1", NULL);
+	ck_assert_int_eq(store_in(ib, "a", "t", AT("10:00:00"), "client", "1",
+	    NULL), INBOX_DUPLICATE);
+	ck_assert_int_eq(store_in(ib, "a", "t", AT("10:00:00"), "client", "1",
+	    NULL), INBOX_DUPLICATE);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"), 1);
+	/* Each duplicate wrote (its commit then waits for the WAL flush). */
+	ck_assert_int_eq(sql_int("SELECT duplicates FROM seen"), 2);
+	ck_assert_int_eq(sql_int("SELECT value::int FROM meta"
+	    " WHERE key = 'schema_version'"), inbox_schema_version());
+	ck_assert_int_eq(sql_int("SELECT admitted FROM events"), 0);
+}
+END_TEST
+
+START_TEST(order_hold_and_retry_holds_the_object)
+{
+	char got[256];
+	int64_t now = util_now_ns() + DAY;
+
+	/* Arrival order is not hand-out order. */
+	store("a3", "t", AT("10:00:03"), "client", "1", NULL);
+	store("a1", "t", AT("10:00:01"), "client", "1", NULL);
+	store("b1", "t", AT("10:00:02"), "client", "2", NULL);
+	store("a2", "t", AT("10:00:02"), "client", "1", NULL);
+	store("n1", "t", NULL, NULL, NULL, NULL);	/* received_at: last */
+	/* a1 fails: a2 and a3 wait behind it, b1 and n1 go. */
+	drain_ids(ib, "a1", now, got, sizeof got);
+	ck_assert_str_eq(got, "a1 b1 n1");
+	drain_ids(ib, NULL, now, got, sizeof got);
+	ck_assert_str_eq(got, "");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events_held"), 2);
+	/* An hour later a1 is due again, then the rest in order. */
+	drain_ids(ib, NULL, now + 3601 * SEC, got, sizeof got);
+	ck_assert_str_eq(got, "a1 a2 a3");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
+	/* next_due counted the received rows in history. */
+	ck_assert_int_eq(sql_int("SELECT sum(n) FROM history"
+	    " WHERE name = 'received'"), 5);
+}
+END_TEST
+
+START_TEST(stale_by_either_clock_and_requeue)
+{
+	struct inbox_filter f = { 0 };
+	char got[256];
+	int64_t now = util_now_ns() + DAY, n;
+
+	store("new", "t", AT("10:00:05"), "client", "1", AT("09:00:05"));
+	drain_ids(ib, NULL, now, got, sizeof got);
+	ck_assert_str_eq(got, "new");
+	store("old", "t", AT("10:00:01"), "client", "1", NULL);
+	store("oldver", "t", NULL, "client", "1", AT("09:00:01"));
+	store("same", "t", AT("10:00:05"), "client", "1", NULL);
+	drain_ids(ib, NULL, now, got, sizeof got);
+	ck_assert_str_eq(got, "old(stale) same oldver(stale)");
+	f.webhook_id = "old";
+	OK(inbox_requeue(ib, &f, now, &n, &err));
+	ck_assert_int_eq(n, 1);
+	drain_ids(ib, NULL, now + SEC, got, sizeof got);
+	ck_assert_str_eq(got, "old(claimed stale)");
+}
+END_TEST
+
+START_TEST(second_drainer_skips_a_leased_object)
+{
+	struct inbox *other = open_lease(0);
+	struct inbox_cursor cur;
+	struct inbox_event e, e2;
+	enum inbox_claim claim;
+	int64_t now = util_now_ns() + DAY;
+
+	store("x1", "t", AT("10:00:01"), "client", "7", NULL);
+	store("y1", "t", AT("10:00:02"), "client", "8", NULL);
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	inbox_event_init(&e2);
+	OK(inbox_next_due(ib, &cur, now, 0, 0, &e, &err));
+	ck_assert_str_eq(e.webhook_id, "x1");
+	OK(inbox_claim(ib, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	/* The other drainer sees x1 due (still pending) but cannot claim it;
+	 * y1, another object, it can. */
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(other, &cur, now, 0, 0, &e2, &err));
+	ck_assert_str_eq(e2.webhook_id, "x1");
+	OK(inbox_claim(other, &e2, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_SKIPPED);
+	OK(inbox_next_due(other, &cur, now, 0, 0, &e2, &err));
+	ck_assert_str_eq(e2.webhook_id, "y1");
+	OK(inbox_claim(other, &e2, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 2);
+	OK(inbox_finish_done(other, &e2, now, NULL, 0, &err));
+	OK(inbox_finish_done(ib, &e, now, NULL, 0, &err));
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE state = 'done' AND attempts = 1"), 2);
+	inbox_event_free(&e);
+	inbox_event_free(&e2);
+	inbox_close(other);
+}
+END_TEST
+
+START_TEST(expired_lease_taken_over_and_the_late_verdict_is_lost)
+{
+	struct inbox *first = open_lease(1000000);	/* 1 ms */
+	struct inbox *second = open_lease(0);
+	struct inbox_cursor cur;
+	struct inbox_event e, e2;
+	enum inbox_claim claim;
+	int64_t now = util_now_ns() + DAY;
+	int dead;
+
+	store("z1", "t", NULL, "client", "9", NULL);
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	inbox_event_init(&e2);
+	OK(inbox_next_due(first, &cur, now, 0, 0, &e, &err));
+	OK(inbox_claim(first, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	/* Expired by the server's clock. */
+	while (sql_int("SELECT count(*) FROM leases WHERE expires_at > now()"))
+		usleep(2000);
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(second, &cur, now, 0, 0, &e2, &err));
+	OK(inbox_claim(second, &e2, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	ck_assert_int_eq(e2.attempts, 2);
+	/* The first drainer's verdicts now record nothing. */
+	ck_assert_int_eq(inbox_finish_done(first, &e, now, NULL, 0, &err),
+	    INBOX_LOST);
+	ck_assert_ptr_nonnull(strstr(ERR, "lease"));
+	ck_assert_int_eq(inbox_finish_failed(first, &e, now, SEC, 5, "x", NULL,
+	    0, &dead, &err), INBOX_LOST);
+	ck_assert_int_eq(inbox_finish_stale(first, &e, now, &err), INBOX_LOST);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE state = 'pending' AND failures = 0"), 1);
+	OK(inbox_finish_done(second, &e2, now, NULL, 0, &err));
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE state = 'done'"), 1);
+	inbox_event_free(&e);
+	inbox_event_free(&e2);
+	inbox_close(first);
+	inbox_close(second);
+}
+END_TEST
+
+START_TEST(batch_with_cursor_and_failed_death)
+{
+	struct event_fields f = { 0 };
+	struct inbox_delivery d[3];
+	int changed[3];
+	struct inbox_batch b = { .d = d, .n = 3, .cursor_name = "sync:clients",
+	    .cursor_updated_after = "2026-01-01T00:00:00Z",
+	    .cursor_page = "p2", .changed = changed };
+	char *ua = NULL, *page = NULL;
+	int i;
+
+	store("d1", "t", NULL, NULL, NULL, NULL);
+	memset(d, 0, sizeof d);
+	for (i = 0; i < 3; i++) {
+		d[i].webhook_id = i == 0 ? "d1" : i == 1 ? "d2" : "d3";
+		d[i].body = "{}";
+		d[i].body_len = 2;
+		d[i].fields = &f;
+	}
+	OK(inbox_store_batch(ib, &b, &err));
+	ck_assert_int_eq(b.stored, 2);
+	ck_assert_int_eq(changed[0], 0);
+	ck_assert_int_eq(changed[1], 1);
+	OK(inbox_cursor_get(ib, "sync:clients", &ua, &page, &err));
+	ck_assert_str_eq(ua, "2026-01-01T00:00:00Z");
+	ck_assert_str_eq(page, "p2");
+	free(ua);
+	free(page);
+	OK(inbox_cursor_get(ib, "sync:none", &ua, &page, &err));
+	ck_assert_ptr_null(ua);
+	ck_assert_ptr_null(page);
+}
+END_TEST
+
+static int
+count_cb(const struct inbox_event *e, void *arg)
+{
+	(void)e;
+	(*(int *)arg)++;
+	return 0;
+}
+
+START_TEST(filters_globs_forget_and_status)
+{
+	struct inbox_filter f = { 0 };
+	struct inbox_status_report r;
+	int64_t n;
+	int listed = 0;
+
+	store("p1", "payment.created", NULL, NULL, NULL, NULL);
+	store("p2", "payment.failed", NULL, NULL, NULL, NULL);
+	store("c1", "client.updated", NULL, NULL, NULL, NULL);
+	store("c2", "clientXupdated", NULL, NULL, NULL, NULL);
+	f.type_glob = "payment.*";
+	OK(inbox_count(ib, &f, &n, &err));
+	ck_assert_int_eq(n, 2);
+	f.type_glob = "client.updated";	/* the dot is a dot */
+	OK(inbox_count(ib, &f, &n, &err));
+	ck_assert_int_eq(n, 1);
+	f.type_glob = "[cp]*.??????d";
+	OK(inbox_count(ib, &f, &n, &err));
+	ck_assert_int_eq(n, 2);		/* client.updated, payment.created */
+	f.type_glob = "[^p]*";
+	OK(inbox_list(ib, &f, 0, count_cb, &listed, &err));
+	ck_assert_int_eq(listed, 2);
+	f.type_glob = NULL;
+	f.state = "pending";
+	f.limit = 3;
+	listed = 0;
+	OK(inbox_list(ib, &f, 1, count_cb, &listed, &err));
+	ck_assert_int_eq(listed, 3);
+	f.limit = 0;
+	f.state = NULL;
+	f.webhook_id = "c2";
+	OK(inbox_forget(ib, &f, &n, &err));
+	ck_assert_int_eq(n, 1);
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_int_eq(r.pending, 3);
+	ck_assert_int_eq(r.done, 0);
+	ck_assert_str_ne(r.oldest_pending, "");
+	OK(inbox_note_run(ib, util_now_ns(), "ok: 1 done", &err));
+	OK(inbox_status_report(ib, &r, &err));
+	ck_assert_str_eq(r.last_run_outcome, "ok: 1 done");
+	OK(inbox_probe_write(ib, &err));
+}
+END_TEST
+
+START_TEST(retention_drops_bodies_then_rows)
+{
+	char got[64];
+	int64_t now = util_now_ns() + DAY, bodies, rows;
+
+	store("r1", "t", NULL, "client", "5", NULL);
+	drain_ids(ib, NULL, now, got, sizeof got);
+	ck_assert_str_eq(got, "r1");
+	OK(inbox_purge(ib, now + 8 * DAY, 7 * DAY, &bodies, &rows, &err));
+	ck_assert_int_eq(bodies, 1);
+	ck_assert_int_eq(rows, 0);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE body IS NULL"), 1);
+	OK(inbox_purge(ib, now + 32 * DAY, 7 * DAY, &bodies, &rows, &err));
+	ck_assert_int_eq(rows, 1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM objects"), 0);
+}
+END_TEST
+
+static int
+hist_cb(const struct inbox_history_row *r, void *arg)
+{
+	if (strcmp(r->name, "done") == 0)
+		*(int64_t *)arg += r->n;
+	return 0;
+}
+
+static int
+run_cb(const struct inbox_run_record *r, void *arg)
+{
+	ck_assert_str_eq(r->result, "ok");
+	(*(int *)arg)++;
+	return 0;
+}
+
+START_TEST(history_and_runs)
+{
+	struct history_delta d = { .bucket_s = 1772366400 / 300 * 300,
+	    .name = "done", .label = "", .idx = 0, .n = 3 };
+	struct inbox_run_record run = { .started_ns = util_now_ns() - SEC,
+	    .finished_ns = util_now_ns(), .done = 3, .result = "ok" };
+	int64_t sum = 0;
+	int runs = 0;
+
+	OK(inbox_history_add(ib, &d, 1, &run, util_now_ns(), &err));
+	OK(inbox_history_add(ib, &d, 1, NULL, util_now_ns(), &err));
+	OK(inbox_history_read(ib, INT64_MIN, hist_cb, &sum, &err));
+	ck_assert_int_eq(sum, 6);	/* folded into days or not: the sum */
+	OK(inbox_runs_read(ib, 0, run_cb, &runs, &err));
+	ck_assert_int_eq(runs, 1);
+}
+END_TEST
+
+START_TEST(newer_schema_refused)
+{
+	struct inbox_options o = { .busy_timeout_ms = 5000 };
+	struct inbox *p = NULL;
+
+	sql("UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL, 0);
+	ck_assert_int_eq(inbox_open(uri, &o, &p, &err), INBOX_FAILED);
+	ck_assert_ptr_null(p);
+	ck_assert_ptr_nonnull(strstr(ERR, "schema version 99 is newer"));
+}
+END_TEST
+
+START_TEST(synchronous_commit_raised_to_on)
+{
+	struct inbox_server_facts f;
+	struct inbox *p;
+
+	db_setting("SET synchronous_commit = off");
+	p = open_lease(0);
+	OK(inbox_server_facts(p, &f, &err));
+	ck_assert_str_eq(f.sync_default, "off");
+	ck_assert_str_eq(f.sync_effective, "on");
+	ck_assert_int_eq(f.schema_version, inbox_schema_version());
+	ck_assert_ptr_nonnull(strstr(f.server_version, "15"));
+	inbox_close(p);
+	db_setting("RESET synchronous_commit");
+}
+END_TEST
+
+/*
+ * A commit waiting for a synchronous standby (one that never comes: every
+ * commit waits) whose wait is cancelled: PostgreSQL commits locally and
+ * only warns.  The store must fail (503), not acknowledge.
+ */
+START_TEST(cancelled_replication_wait_is_no_acknowledgement)
+{
+	struct inbox_options o = { .busy_timeout_ms = 10000 };
+	struct inbox *p = NULL;
+	char s[64];
+	pid_t child;
+	int status;
+
+	sql("ALTER SYSTEM SET synchronous_standby_names = 'ghost'", NULL, 0);
+	sql("SELECT pg_reload_conf()", NULL, 0);
+	while (strcmp(sql("SHOW synchronous_standby_names", s, sizeof s),
+	    "ghost") != 0)
+		usleep(10000);
+	OK(inbox_open(uri, &o, &p, &err));
+	if ((child = fork()) == 0) {
+		/* Cancel the store's wait once it waits. */
+		while (sql_int("SELECT count(*) FROM pg_stat_activity WHERE"
+		    " application_name = 'webhook-inbox' AND wait_event = 'SyncRep'")
+		    == 0)
+			usleep(10000);
+		sql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE"
+		    " application_name = 'webhook-inbox' AND wait_event = 'SyncRep'",
+		    NULL, 0);
+		_exit(0);
+	}
+	ck_assert_int_eq(store_in(p, "w1", "t", NULL, NULL, NULL, NULL),
+	    INBOX_FAILED);
+	ck_assert_msg(strstr(ERR, "warned") != NULL, "%s", ERR);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	inbox_close(p);
+	sql("ALTER SYSTEM RESET synchronous_standby_names", NULL, 0);
+	sql("SELECT pg_reload_conf()", NULL, 0);
+	while (strcmp(sql("SHOW synchronous_standby_names", s, sizeof s), "") != 0)
+		usleep(10000);
+	/* Committed locally all the same: the retry is a duplicate. */
+	ck_assert_int_eq(store_in(ib, "w1", "t", NULL, NULL, NULL, NULL),
+	    INBOX_DUPLICATE);
+}
+END_TEST
+
+START_TEST(unreachable_fails_then_backs_off)
+{
+	struct inbox_options o = { .busy_timeout_ms = 1000 };
+	struct inbox *p = NULL;
+	char name[512];
+	const char *bad = "postgresql:///x?host=/nonexistent-dir&user=u&password=pw";
+
+	ck_assert_int_eq(inbox_open(bad, &o, &p, &err), INBOX_FAILED);
+	ck_assert_ptr_null(p);
+	ck_assert_ptr_null(strstr(ERR, "pw"));
+	ck_assert_ptr_nonnull(strstr(ERR, "host=/nonexistent-dir"));
+	/* The next attempt within the backoff does not try. */
+	ck_assert_int_eq(inbox_open(bad, &o, &p, &err), INBOX_BUSY);
+	ck_assert_ptr_nonnull(strstr(ERR, "trying again"));
+	inbox_database_name(bad, name, sizeof name);
+	ck_assert_ptr_null(strstr(name, "pw"));
+	ck_assert_ptr_nonnull(strstr(name, "dbname=x"));
+}
+END_TEST
+
+static Suite *
+inbox_pg_suite(void)
+{
+	Suite *s = suite_create("inbox_pg");
+	TCase *tc = tcase_create("contract");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, store_and_duplicate_writes);
+	tcase_add_test(tc, order_hold_and_retry_holds_the_object);
+	tcase_add_test(tc, stale_by_either_clock_and_requeue);
+	tcase_add_test(tc, second_drainer_skips_a_leased_object);
+	tcase_add_test(tc, expired_lease_taken_over_and_the_late_verdict_is_lost);
+	tcase_add_test(tc, batch_with_cursor_and_failed_death);
+	tcase_add_test(tc, filters_globs_forget_and_status);
+	tcase_add_test(tc, retention_drops_bodies_then_rows);
+	tcase_add_test(tc, history_and_runs);
+	tcase_add_test(tc, newer_schema_refused);
+	tcase_add_test(tc, synchronous_commit_raised_to_on);
+	tcase_add_test(tc, unreachable_fails_then_backs_off);
+	tcase_add_test(tc, cancelled_replication_wait_is_no_acknowledgement);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	if (sodium_init() < 0)
+		return 1;
+	if ((uri = getenv("WEBHOOK_TEST_DATABASE")) == NULL) {
+		fprintf(stderr, "test_inbox_pg: WEBHOOK_TEST_DATABASE: a "
+		    "PostgreSQL URI, e.g. python3 tests/pgserver.py -- %s\n",
+		    "build/tests/test_inbox_pg");
+		return 1;
+	}
+	return check_main(inbox_pg_suite());
+}
