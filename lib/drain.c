@@ -179,6 +179,23 @@ drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf
 	return n;
 }
 
+/*
+ * A verdict the inbox did not record because this run's lease on the
+ * event's object expired and another drainer took it over (a PostgreSQL
+ * inbox shared by several runs: inbox.h, INBOX_LOST).  Not a broken
+ * inbox: the other drainer hands the event out again (at least once) and
+ * its verdict counts; this run goes on with other objects.
+ */
+static void
+lost(struct run *run, struct slot *sl)
+{
+	run->res->n.skipped++;
+	say(run->h, "%s: not recorded: its lease expired and another drainer "
+	    "took the event over (it is handed out again there); a handler "
+	    "that runs longer than handler_timeout, or a run that leaves it "
+	    "unattended, lets that happen", sl->idesc);
+}
+
 /* Record a failed attempt (retry or death) and report it.  retry_after_s
  * (the API's Retry-After) is a floor under the backoff.  0 or -1 as
  * hand_out. */
@@ -189,17 +206,20 @@ record_failure(struct run *run, struct slot *sl,
 	struct inbox_event *e = &sl->e;
 	const char *idesc = sl->idesc;
 	struct buf err;
+	enum inbox_status s;
 	int64_t delay;
 	int dead = 0, rc = 0;
 
 	buf_init(&err, 4096);
-	run->res->n.failed++;
 	delay = drain_retry_delay(run->c, e->failures);
 	if (retry_after_s * NS > delay)
 		delay = retry_after_s * NS;
-	if (inbox_finish_failed(run->ib, e, util_now_ns(), delay,
+	s = inbox_finish_failed(run->ib, e, util_now_ns(), delay,
 	    run->c->max_attempts, r->error, r->output, r->output_len, &dead,
-	    &err) != INBOX_OK) {
+	    &err);
+	if (s == INBOX_LOST) {
+		lost(run, sl);
+	} else if ((run->res->n.failed++, s != INBOX_OK)) {
 		say(run->h, "%s: failed (%s), and the failure was not recorded: "
 		    "%s", idesc, r->error, err.data);
 		rc = -1;
@@ -216,14 +236,18 @@ record_failure(struct run *run, struct slot *sl,
 static int
 record_verdict(struct run *run, struct slot *sl, const struct handler_result *r)
 {
+	enum inbox_status s;
 	struct buf err;
 	int rc = 0;
 
 	if (!handler_ok(r))
 		return record_failure(run, sl, r, 0);
 	buf_init(&err, 4096);
-	if (inbox_finish_done(run->ib, &sl->e, util_now_ns(), r->output,
-	    r->output_len, &err) != INBOX_OK) {
+	s = inbox_finish_done(run->ib, &sl->e, util_now_ns(), r->output,
+	    r->output_len, &err);
+	if (s == INBOX_LOST) {
+		lost(run, sl);
+	} else if (s != INBOX_OK) {
 		say(run->h, "%s: handled, but not recorded (it will be handed "
 		    "out again): %s", sl->idesc, err.data);
 		rc = -1;
@@ -293,7 +317,12 @@ hand_out(struct run *run, int i, int stale)
 	nenv = drain_handler_env(e, stale, rf, attempt, env);
 	sl->refetched = rf == REFETCH_OK || rf == REFETCH_STALE;
 	if (rf == REFETCH_STALE) {
-		if (inbox_finish_stale(run->ib, e, util_now_ns(), &err) != INBOX_OK) {
+		enum inbox_status s = inbox_finish_stale(run->ib, e,
+		    util_now_ns(), &err);
+
+		if (s == INBOX_LOST) {
+			lost(run, sl);
+		} else if (s != INBOX_OK) {
 			say(run->h, "%s: %s", sl->idesc, err.data);
 			rc = -1;
 		} else {

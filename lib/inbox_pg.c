@@ -413,26 +413,37 @@ utf8_seq(const unsigned char *s)
 	return 0;
 }
 
-/*
- * PostgreSQL's text holds valid UTF-8 only (a UTF8 database), where
- * SQLite's holds any bytes: s as is when valid, else a copy in tmp with
- * each byte that starts no valid sequence written as U+FFFD (the
- * extracted fields: the body itself is kept byte for byte) or, with
- * escape, as \xHH (a webhook-id: distinct ids must stay distinct).
- * NULL stays NULL; on out of memory, NULL with *oom.
- */
-static const char *
-utf8_text(const char *s, int escape, struct buf *tmp, int *oom)
+/* Is s (NUL-terminated; NULL counts as valid) valid UTF-8? */
+static int
+utf8_valid(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n, i;
 
 	if (s == NULL)
-		return NULL;
+		return 1;
 	for (i = 0; u[i] != '\0'; i += n)
 		if ((n = utf8_seq(u + i)) == 0)
-			break;
-	if (u[i] == '\0')
+			return 0;
+	return 1;
+}
+
+/*
+ * PostgreSQL's text holds valid UTF-8 only (a UTF8 database), where
+ * SQLite's holds any bytes: s as is when valid, else a copy in tmp with
+ * each byte that starts no valid sequence written as U+FFFD (fields read
+ * for people: type, createdAt as sent).  Never for a key (a webhook-id,
+ * an object): no mapping into valid UTF-8 both keeps valid text as it is
+ * and keeps distinct keys distinct, so those are refused or dropped
+ * (insert_one).  NULL stays NULL; on out of memory, NULL with *oom.
+ */
+static const char *
+utf8_text(const char *s, struct buf *tmp, int *oom)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n, i;
+
+	if (utf8_valid(s))
 		return s;
 	buf_reset(tmp);
 	for (i = 0; u[i] != '\0'; i += n) {
@@ -442,8 +453,7 @@ utf8_text(const char *s, int escape, struct buf *tmp, int *oom)
 			continue;
 		}
 		n = 1;
-		if ((escape ? buf_printf(tmp, "\\x%02x", u[i]) :
-		    buf_append(tmp, "\xef\xbf\xbd", 3)) == -1)
+		if (buf_append(tmp, "\xef\xbf\xbd", 3) == -1)
 			*oom = 1;
 	}
 	if (buf_append(tmp, "", 1) == -1)
@@ -461,7 +471,7 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	PGresult *r = NULL;
 	enum inbox_status s;
 	struct buf t[7];
-	int i, oom = 0;
+	int i, oom = 0, okey;
 
 	if (!ib->store_ready) {
 		if ((s = px_exec(ib, store_sql, NULL, deadline,
@@ -469,18 +479,29 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 			return s;
 		ib->store_ready = 1;
 	}
+	/* A webhook-id this database cannot hold as it is gets no 200 (a
+	 * stand-in could equal another delivery's id, whose duplicate would
+	 * then be acknowledged unstored); providers send ASCII ids. */
+	if (!utf8_valid(d->webhook_id))
+		return px_fail(ib, err, INBOX_FAILED, "storing the event",
+		    "the webhook-id is not valid UTF-8, which a PostgreSQL "
+		    "inbox cannot store");
+	/* An object key that is not: no key (no order, never stale), as
+	 * event.c does for a key it cannot represent, rather than one that
+	 * could equal another object's. */
+	okey = utf8_valid(f->object_type) && utf8_valid(f->object_id);
 	for (i = 0; i < 7; i++)
 		buf_init(&t[i], SIZE_MAX / 2);
-	px_raw(&p, utf8_text(d->webhook_id, 1, &t[0], &oom));
+	px_raw(&p, d->webhook_id);
 	px_bytes(&p, d->body != NULL ? d->body : "", d->body_len);
 	(void)px_instant(&p, util_now_ns(), now);
 	px_int(&p, d->webhook_timestamp, ts);
-	px_text(&p, utf8_text(d->secret_fp, 0, &t[1], &oom));
-	px_text(&p, utf8_text(f->type, 0, &t[2], &oom));
+	px_text(&p, utf8_text(d->secret_fp, &t[1], &oom));
+	px_text(&p, utf8_text(f->type, &t[2], &oom));
 	px_text(&p, f->created_at);	/* normalised instants: ASCII */
-	px_text(&p, utf8_text(f->created_at_raw, 0, &t[3], &oom));
-	px_text(&p, utf8_text(f->object_type, 0, &t[4], &oom));
-	px_text(&p, utf8_text(f->object_id, 0, &t[5], &oom));
+	px_text(&p, utf8_text(f->created_at_raw, &t[3], &oom));
+	px_text(&p, okey ? f->object_type : NULL);
+	px_text(&p, okey ? f->object_id : NULL);
 	px_text(&p, f->updated_at);
 	px_int(&p, f->truncated, tr);
 	s = oom ? px_fail(ib, err, INBOX_FAILED, "storing the event",

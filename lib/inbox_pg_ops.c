@@ -30,7 +30,8 @@ glob_regex(const char *g)
 			(void)buf_printf(&b, ".*");
 		} else if (*g == '?') {
 			(void)buf_printf(&b, ".");
-		} else if (*g == '[' && (end = strchr(g + 2, ']')) != NULL) {
+		} else if (*g == '[' && g[1] != '\0' &&
+		    (end = strchr(g + 2, ']')) != NULL) {
 			(void)buf_printf(&b, "[");
 			g++;
 			if (*g == '^' || *g == '!') {

@@ -183,8 +183,10 @@ trial_event(const struct config *c, const char *id, int record,
 	memset(&f, 0, sizeof f);
 	inbox_event_init(&f.e);
 	/* --record writes as a run: never beside one (the lock is inherited
-	 * by the handler, as a run's is). */
-	if (record && (lock = runlock_try(c->database, err)) < 0) {
+	 * by the handler, as a run's is).  A PostgreSQL inbox has no run
+	 * lock: its claim takes the object's lease, as a run's does. */
+	if (record && !util_is_postgresql(c->database) &&
+	    (lock = runlock_try(c->database, err)) < 0) {
 		st = lock == -2 ? TRIAL_LOCKED : TRIAL_FAILED;
 		goto out;
 	}

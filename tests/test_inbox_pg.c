@@ -207,6 +207,29 @@ START_TEST(store_and_duplicate_writes)
 }
 END_TEST
 
+START_TEST(keys_that_are_not_utf8_never_stand_in_for_another)
+{
+	/* "a\xff" (a byte) would once be stored as the text a\xff, which
+	 * is also the ASCII id "a\\xff": its duplicate acknowledged
+	 * unstored.  Now the first is refused (503), the second stored. */
+	ck_assert_int_eq(store_in(ib, "a\xff", "t", AT("10:00:00"), NULL,
+	    NULL, NULL), INBOX_FAILED);
+	ck_assert_ptr_nonnull(strstr(err.data, "not valid UTF-8"));
+	inbox_close(ib);
+	ib = open_lease(0);
+	ck_assert_int_eq(store_in(ib, "a\\xff", "t", AT("10:00:00"), NULL,
+	    NULL, NULL), INBOX_OK);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"), 1);
+	/* Two objects whose ids differ only in bytes that are not UTF-8
+	 * must not share a key (one's clocks judging the other stale): no
+	 * key at all. */
+	store("o1", "t", AT("10:00:01"), "client", "x\xfe", NULL);
+	store("o2", "t", AT("10:00:02"), "client", "x\xfd", NULL);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events WHERE"
+	    " object_id IS NULL AND object_type IS NULL"), 3);
+}
+END_TEST
+
 START_TEST(order_hold_and_retry_holds_the_object)
 {
 	char got[256];
@@ -582,6 +605,7 @@ inbox_pg_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, store_and_duplicate_writes);
+	tcase_add_test(tc, keys_that_are_not_utf8_never_stand_in_for_another);
 	tcase_add_test(tc, order_hold_and_retry_holds_the_object);
 	tcase_add_test(tc, stale_by_either_clock_and_requeue);
 	tcase_add_test(tc, second_drainer_skips_a_leased_object);
