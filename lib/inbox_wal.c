@@ -238,6 +238,19 @@ turn_mode(const struct walsync_turn *t, int every)
 	return 0;
 }
 
+/*
+ * Did this turn's checkpoint leave the WAL empty?  A short-lived
+ * connection's turn truncates it (checkpoint): the next turn then counts
+ * from 0.  Counting from the frames the turn began with instead, a new
+ * WAL that grows past the old one's size looks unrestarted to turn_mode
+ * and waits for twice `every` frames (e2e_durability's CGI bound saw 257).
+ */
+static int
+truncated(const struct inbox *ib, enum inbox_status s)
+{
+	return ib->short_lived && s == INBOX_OK;
+}
+
 enum inbox_status
 inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 {
@@ -256,7 +269,7 @@ inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 		if (ib->short_lived)	/* every turn truncates (checkpoint) */
 			mode = WALSYNC_RESTART;
 		s = checkpoint(ib, mode == WALSYNC_RESTART, err);
-		ib->turn.last_frames = ib->turn.frames;
+		ib->turn.last_frames = truncated(ib, s) ? 0 : ib->turn.frames;
 		ib->turn.last_mode = mode;
 		return s;
 	}
@@ -274,6 +287,8 @@ inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 		mode = WALSYNC_RESTART;
 	walsync_turn_checkpoint(ws);
 	s = checkpoint(ib, mode == WALSYNC_RESTART, err);
+	if (truncated(ib, s))
+		t.frames = 0;
 	walsync_turn_end(ws, &t, mode);
 	return s;
 }

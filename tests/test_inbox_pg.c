@@ -550,6 +550,34 @@ START_TEST(cancelled_replication_wait_is_no_acknowledgement)
 	while (strcmp(sql("SHOW synchronous_standby_names", s, sizeof s),
 	    "ghost") != 0)
 		usleep(10000);
+	/* Commits wait only once the checkpointer has read the new setting
+	 * too (sync_standbys_defined), later on a busy machine: until a
+	 * probe's commit waits, and then cancel that wait. */
+	for (;;) {
+		PGconn *c = PQconnectdb(uri);
+		PGresult *r;
+		int waited = 0;
+
+		ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+		ck_assert_int_eq(PQsendQuery(c, "SET application_name = 'probe';"
+		    " INSERT INTO meta (key, value) VALUES ('probe', 'x')"
+		    " ON CONFLICT (key) DO UPDATE SET value = 'y'"), 1);
+		while (PQisBusy(c)) {
+			if (sql_int("SELECT count(*) FROM pg_stat_activity WHERE"
+			    " application_name = 'probe' AND wait_event = 'SyncRep'")
+			    > 0) {
+				waited = 1;
+				PQrequestCancel(c);
+			}
+			usleep(10000);
+			ck_assert_int_eq(PQconsumeInput(c), 1);
+		}
+		while ((r = PQgetResult(c)) != NULL)
+			PQclear(r);
+		PQfinish(c);
+		if (waited)
+			break;
+	}
 	OK(inbox_open(uri, &o, &p, &err));
 	if ((child = fork()) == 0) {
 		/* Cancel the store's wait once it waits. */
