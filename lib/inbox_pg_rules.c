@@ -394,18 +394,6 @@ inbox_pg_finish_stale(struct inbox *pib, const struct inbox_event *e,
 	return s;
 }
 
-/* The later of two normalised instants ("" counts as none), as SQLite's
- * later() (lib/inbox_rules.c). */
-static const char *
-later(const char *a, const char *b)
-{
-	if (a[0] == '\0')
-		return b;
-	if (b[0] == '\0')
-		return a;
-	return strcmp(a, b) >= 0 ? a : b;
-}
-
 enum inbox_status
 inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
     int64_t now_ns, const void *output, size_t output_len, struct buf *err)
@@ -429,8 +417,8 @@ inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
 		/* Clocks only move forward: greatest() ignores NULLs. */
 		px_raw(&q, e->object_type);
 		px_raw(&q, e->object_id);
-		px_text(&q, later(e->created_at, e->object_version));
-		px_text(&q, later(e->updated_at, e->object_version));
+		px_text(&q, instant_later(e->created_at, e->object_version));
+		px_text(&q, instant_later(e->updated_at, e->object_version));
 		px_raw(&q, now);
 		if ((s = px_exec(ib, "INSERT INTO objects (object_type, object_id,"
 		    " done_created_at, done_updated_at, done_at)"

@@ -198,7 +198,7 @@ out:
  * done_created_at, or its updated_at before its done_updated_at (a clock
  * the event or the object lacks never makes it stale; equal times are
  * two events of one write: not stale).  The clocks only move forward
- * (inbox_finish_done, later()).  ?1, ?2: the object; ?3, ?4: the event's
+ * (inbox_finish_done, instant_later()).  ?1, ?2: the object; ?3, ?4: the event's
  * created_at and updated_at (NULL when none).  One row (0/1), or none for
  * an object nothing was done for yet: not stale.
  *
@@ -324,21 +324,6 @@ bind_output(sqlite3_stmt *st, int i, const void *output, size_t len)
 	return sqlite3_bind_blob64(st, i, output, len, SQLITE_STATIC);
 }
 
-/* The later of two normalised instants ("" counts as none): what the
- * object's clocks advance to when a handed-out event carried the object
- * at a version (object_version) newer or older than its own clocks.
- * tests/test_inbox.c, "refetch_version_advances_clocks", fails when the
- * comparison is turned around. */
-static const char *
-later(const char *a, const char *b)
-{
-	if (a[0] == '\0')
-		return b;
-	if (b[0] == '\0')
-		return a;
-	return strcmp(a, b) >= 0 ? a : b;
-}
-
 enum inbox_status
 inbox_sqlite_finish_stale(struct inbox *ib, const struct inbox_event *e,
     int64_t now_ns, struct buf *err)
@@ -399,9 +384,9 @@ inbox_sqlite_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t 
 		    " done_at = excluded.done_at", -1, &st, NULL)) != SQLITE_OK ||
 		    (rc = ib_bind_text(st, 1, e->object_type)) != SQLITE_OK ||
 		    (rc = ib_bind_text(st, 2, e->object_id)) != SQLITE_OK ||
-		    (rc = ib_bind_text(st, 3, later(e->created_at,
+		    (rc = ib_bind_text(st, 3, instant_later(e->created_at,
 		    e->object_version))) != SQLITE_OK ||
-		    (rc = ib_bind_text(st, 4, later(e->updated_at,
+		    (rc = ib_bind_text(st, 4, instant_later(e->updated_at,
 		    e->object_version))) != SQLITE_OK ||
 		    (rc = sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC)) != SQLITE_OK ||
 		    (rc = ib_run(ib, st)) != SQLITE_OK)

@@ -178,3 +178,13 @@ instant_to_ns(const char *s, int64_t *ns)
 	*ns = secs * 1000000000 + frac;
 	return 0;
 }
+
+const char *
+instant_later(const char *a, const char *b)
+{
+	if (a[0] == '\0')
+		return b;
+	if (b[0] == '\0')
+		return a;
+	return strcmp(a, b) >= 0 ? a : b;
+}

@@ -47,4 +47,12 @@ int	instant_format(int64_t ns, char out[INSTANT_SIZE]);
  * -1 when `s` is not in the normalised form. */
 int	instant_to_ns(const char *s, int64_t *ns);
 
+/* The later of two normalised instants ("" counts as none, so the other
+ * one wins); normalised instants order as text.  Returns a or b.  What
+ * an object's clocks advance to when a handed-out event carried the
+ * object at a version (object_version) newer or older than its own
+ * clocks: tests/test_inbox.c, "refetch_version_advances_clocks", fails
+ * when the comparison is turned around. */
+const char *instant_later(const char *a, const char *b);
+
 #endif

@@ -438,6 +438,19 @@ START_TEST(format_whole_int64_range)
 }
 END_TEST
 
+START_TEST(later_of_two)
+{
+	const char *a = "2026-11-30T08:00:00.000000000Z";
+	const char *b = "2026-11-30T08:00:00.000000001Z";
+
+	ck_assert_ptr_eq(instant_later(a, b), b);
+	ck_assert_ptr_eq(instant_later(b, a), b);
+	ck_assert_ptr_eq(instant_later("", a), a);
+	ck_assert_ptr_eq(instant_later(a, ""), a);
+	ck_assert_str_eq(instant_later("", ""), "");
+}
+END_TEST
+
 static Suite *
 instant_suite(void)
 {
@@ -472,6 +485,7 @@ instant_suite(void)
 	tcase_add_test(tc, to_ns_refuses_non_normalised);
 	tcase_add_test(tc, to_ns_out_of_int64);
 	tcase_add_test(tc, format_whole_int64_range);
+	tcase_add_test(tc, later_of_two);
 	suite_add_tcase(s, tc);
 	return s;
 }
