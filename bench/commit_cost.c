@@ -105,7 +105,7 @@ store(struct inbox *ib, int n, long *seq, int checkpointing, struct buf *err)
 		if (event_extract(ids[i], bodies[i], BODY, &f[i]) == -1)
 			return -1;
 		d[i] = (struct inbox_delivery){ ids[i], 1764496800, "fp", bodies[i],
-		    BODY, &f[i] };
+		    BODY, &f[i], 0 };
 	}
 	if (inbox_store_batch(ib, &b, err) != INBOX_OK || b.stored != n)
 		rc = -1;
