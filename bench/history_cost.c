@@ -182,7 +182,7 @@ main(int argc, char **argv)
 				runrec_start(&h.rec, util_now_ns());
 				h.us += thread_us() - t;
 			}
-			if (drain_run(&c, 0, &hk, &res) != DRAIN_RAN ||
+			if (drain_run(&c, NULL, &hk, &res) != DRAIN_RAN ||
 			    res.n.done != n) {
 				fprintf(stderr, "history_cost: the run did not hand "
 				    "out every event\n");

@@ -601,6 +601,8 @@ note_locked(const struct config *c, const struct drain_hooks *h)
 	buf_free(&err);
 }
 
+static const struct drain_limits no_limits;
+
 enum drain_status
 drain_run(const struct config *c, const struct drain_limits *lim,
     const struct drain_hooks *h, struct drain_result *res)
@@ -617,6 +619,8 @@ drain_run(const struct config *c, const struct drain_limits *lim,
 	run.c = c;
 	run.h = h;
 	run.res = res;
+	if (lim == NULL)
+		lim = &no_limits;
 	run.njobs = lim->jobs > 0 ? lim->jobs : (int)c->jobs;
 	if (run.njobs < 1)
 		run.njobs = 1;

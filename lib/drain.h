@@ -129,6 +129,7 @@ enum drain_status {
  * without an object key are independent.  A claim the inbox skips (the
  * event moved on, or is held) is left as it is.  At max_time or stop, no
  * more claims; the running handlers are waited for and recorded.
+ * lim may be NULL: no time limit, the config's `jobs`, no stop flag.
  */
 enum drain_status drain_run(const struct config *c,
 	    const struct drain_limits *lim, const struct drain_hooks *h,

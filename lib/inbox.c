@@ -439,11 +439,34 @@ ckpt_state(struct inbox *ib, unsigned char out[16])
 	return 0;
 }
 
+/*
+ * Record the pair (mtime from sb, checkpoint state read now) that later
+ * looks compare with.  The stat came first: a checkpoint that wrote its
+ * last pages between the stat and the read would leave a pair that a
+ * later look, seeing the newer mtime beside the same state, takes for a
+ * stranger's write (a 503 into a healthy inbox).  So the file is looked
+ * at again after the read; if it moved meanwhile, nothing is known and
+ * the next look only notes.
+ */
+static void
+note_pair(struct inbox *ib, const struct stat *sb, const unsigned char *state)
+{
+	struct stat again;
+
+	ib->db_mtime = sb->st_mtim;
+	ib->ckpt_known = state != NULL && stat(ib->path, &again) == 0 &&
+	    again.st_mtim.tv_sec == sb->st_mtim.tv_sec &&
+	    again.st_mtim.tv_nsec == sb->st_mtim.tv_nsec;
+	if (state != NULL)
+		memcpy(ib->ckpt_state, state, sizeof ib->ckpt_state);
+}
+
 void
 ib_note_db(struct inbox *ib, const struct stat *sb)
 {
-	ib->db_mtime = sb->st_mtim;
-	ib->ckpt_known = ckpt_state(ib, ib->ckpt_state) == 0;
+	unsigned char now[16];
+
+	note_pair(ib, sb, ckpt_state(ib, now) == 0 ? now : NULL);
 }
 
 int
@@ -469,9 +492,7 @@ ib_db_unchanged(struct inbox *ib, const struct stat *sb)
 	if (memcmp(now + 8, now + 12, 4) != 0)
 		return 1;
 	if (!ib->ckpt_known || memcmp(now, ib->ckpt_state, sizeof now) != 0) {
-		ib->db_mtime = sb->st_mtim;
-		memcpy(ib->ckpt_state, now, sizeof now);
-		ib->ckpt_known = 1;
+		note_pair(ib, sb, now);
 		return 1;
 	}
 	return 0;

@@ -313,7 +313,8 @@ class TestDurability(unittest.TestCase):
         w.join()
         kv = dict(x.split("=", 1) for x in
                   next(l for l in out.splitlines() if l.startswith("BENCH ")).split()[1:])
-        self.assertEqual(int(kv["non2xx"]), 0)
+        self.assertEqual(int(kv["non2xx"]), 0, "receiver's log (tail):\n"
+                         + self.srv.log()[-3000:])
         self.assertGreaterEqual(int(kv["sent"]), 3000, "too little load to tell")
         time.sleep(1)                       # requests in flight land
         self.assertEqual(self.sb.count(), int(kv["sent"]) + 8)  # + the warm-up
