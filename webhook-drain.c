@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -108,9 +107,8 @@ usage(void)
 	    "  recover --since T            store the provider's events (30 days max)\n"
 	    "                               the inbox lacks, then run\n"
 	    "  copy --to DATABASE [--dry-run]\n"
-	    "                               copy this inbox (events, clocks, cursors,\n"
-	    "                               history) into another; repeatable, see\n"
-	    "                               docs/moving.md for moving a live inbox\n"
+	    "                               copy this inbox into another, repeatable\n"
+	    "                               (docs/moving.md: moving a live inbox)\n"
 	    "FILTERS: --state S (pending, retrying, done, stale, dead) --failing\n"
 	    "  (= --state retrying) --type GLOB --object TYPE[:ID] --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
@@ -843,37 +841,6 @@ cmd_purge(const struct config *c, struct opts *o)
 
 /* ---- send ---------------------------------------------------------------- */
 
-/* The body send posts: FILE, "-" or stdin, or a test event (--size N, or
- * no FILE on a terminal: a person trying the setup).  0, or -1 (said). */
-static int
-send_body(struct opts *o, const char *id, struct buf *body)
-{
-	FILE *in = stdin;
-	struct buf err;
-	int rc;
-
-	if (o->size > 0 || (o->nargs == 1 && isatty(STDIN_FILENO))) {
-		if (sender_sample_body(id, o->size, body) == 0)
-			return 0;
-		fprintf(stderr, "webhook-drain: out of memory\n");
-		return -1;
-	}
-	if (o->nargs == 2 && strcmp(o->args[1], "-") != 0 &&
-	    (in = fopen(o->args[1], "rb")) == NULL) {
-		fprintf(stderr, "webhook-drain: %s: %s\n", o->args[1], strerror(errno));
-		return -1;
-	}
-	buf_init(&err, 256);
-	if ((rc = sender_read_body(in, body, &err)) == -1)
-		fprintf(stderr, "webhook-drain: %s: %s; nothing sent (send --size "
-		    "N URL sends a test event)\n", in == stdin ? "stdin" :
-		    o->args[1], err.data);
-	buf_free(&err);
-	if (in != stdin)
-		fclose(in);
-	return rc;
-}
-
 static int
 cmd_send(const struct config *c, struct opts *o)
 {
@@ -881,7 +848,7 @@ cmd_send(const struct config *c, struct opts *o)
 	struct sender_answer a;
 	enum sender_status st;
 	struct buf body, err;
-	char idbuf[64];
+	char idbuf[SENDER_ID_SIZE];
 	const char *id = o->id, *ca;
 	int rc = EXIT_FAILED;
 
@@ -898,18 +865,17 @@ cmd_send(const struct config *c, struct opts *o)
 		    c->path);
 		return EXIT_USAGE;
 	}
-	if (id == NULL) {
-		unsigned char rnd[12];
-		randombytes_buf(rnd, sizeof rnd);
-		memcpy(idbuf, "msg_", 4);
-		sodium_bin2hex(idbuf + 4, sizeof idbuf - 4, rnd, sizeof rnd);
-		id = idbuf;
-	}
+	if (id == NULL)
+		id = sender_new_id(idbuf);
 	buf_init(&body, SENDER_BODY_MAX);
 	buf_init(&err, 4096);
 	buf_init(&a.body, 4096);
-	if (send_body(o, id, &body) == -1)
+	if (sender_pick_body(o->nargs == 2 ? o->args[1] : NULL, o->size > 0 ||
+	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id, &body,
+	    &err) == -1) {
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
+	}
 	st = sender_post(c, key, o->args[0], id, body.data, body.len, &a, &err);
 	if (st == SENDER_UNSIGNED) {
 		fprintf(stderr, "webhook-drain: cannot sign\n");
@@ -1135,16 +1101,6 @@ copy_progress(void *arg, enum inbox_table t, const struct copy_count *n)
 		    (long long)n->written);
 }
 
-/* Is `to` the very inbox the config names (the same file)? */
-static int
-same_inbox(const struct config *c, const char *to)
-{
-	struct stat a, b;
-
-	return stat(c->database, &a) == 0 && stat(to, &b) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 /*
  * copy --to DATABASE [--dry-run]: this inbox's contents into another
  * (lib/copy.h; docs/moving.md for the cut-over).  A dry run into a
@@ -1153,32 +1109,29 @@ same_inbox(const struct config *c, const char *to)
 static int
 cmd_copy(const struct config *c, struct opts *o)
 {
-	struct inbox_options io = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0, 0 };
 	struct copy_options co = { o->dry_run, 0, 0 };
 	struct copy_hooks h = { copy_progress, NULL };
 	struct copy_result r;
 	struct inbox *src = NULL, *dst = NULL;
 	struct buf err;
-	int rc = EXIT_FAILED, k;
+	int rc = EXIT_FAILED;
 
 	if (o->nargs || o->to == NULL) {
 		fprintf(stderr, "webhook-drain: copy needs --to DATABASE (the "
 		    "inbox to copy into)\n");
 		return EXIT_USAGE;
 	}
-	if (same_inbox(c, o->to)) {
-		fprintf(stderr, "webhook-drain: copy: %s is this config's own "
-		    "inbox\n", o->to);
-		return EXIT_USAGE;
-	}
 	if (!inbox_exists(c) || (src = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, 4096);
 	progress_on = isatty(STDERR_FILENO) && !verbose;
-	if ((!o->dry_run || strstr(o->to, "://") != NULL ||
-	    access(o->to, F_OK) == 0) &&
-	    inbox_open(o->to, &io, &dst, &err) != INBOX_OK) {
+	switch (copy_open_destination(c, o->to, o->dry_run, &dst, &err)) {
+	case 1:
+		fprintf(stderr, "webhook-drain: copy: %s is this config's own "
+		    "inbox\n", o->to);
+		rc = EXIT_USAGE;
+		goto out;
+	case -1:
 		fprintf(stderr, "webhook-drain: copy: %s\n", err.data);
 		goto out;
 	}
@@ -1186,12 +1139,7 @@ cmd_copy(const struct config *c, struct opts *o)
 		rc = 0;
 	if (progress_on)
 		fputc('\n', stderr);
-	for (k = 0; k < INBOX_NTABLES; k++)
-		printf("%s%s: %lld read, %lld %s, %lld the same, %lld kept as "
-		    "the destination has them\n", o->dry_run ? "dry run: " : "",
-		    inbox_table_info(k)->name, (long long)r.t[k].read,
-		    (long long)r.t[k].written, o->dry_run ? "to write" :
-		    "written", (long long)r.t[k].same, (long long)r.t[k].kept);
+	copy_print(stdout, &r, o->dry_run);
 	if (rc != 0)
 		fprintf(stderr, "webhook-drain: copy: %s (what was written "
 		    "stays; run it again)\n", err.data);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -344,4 +346,34 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 	}
 	after_free(&j);
 	return rc;
+}
+
+int
+copy_open_destination(const struct config *c, const char *to, int dry,
+    struct inbox **dst, struct buf *err)
+{
+	struct inbox_options io = { c->busy_timeout_ms, c->synchronous ==
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0, 0 };
+	struct stat a, b;
+
+	*dst = NULL;
+	if (stat(c->database, &a) == 0 && stat(to, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return 1;
+	if (dry && strstr(to, "://") == NULL && access(to, F_OK) == -1)
+		return 0;
+	return inbox_open(to, &io, dst, err) == INBOX_OK ? 0 : -1;
+}
+
+void
+copy_print(FILE *f, const struct copy_result *r, int dry)
+{
+	int k;
+
+	for (k = 0; k < INBOX_NTABLES; k++)
+		fprintf(f, "%s%s: %lld read, %lld %s, %lld the same, %lld kept "
+		    "as the destination has them\n", dry ? "dry run: " : "",
+		    inbox_table_info(k)->name, (long long)r->t[k].read,
+		    (long long)r->t[k].written, dry ? "to write" : "written",
+		    (long long)r->t[k].same, (long long)r->t[k].kept);
 }

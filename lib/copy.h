@@ -28,7 +28,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "config.h"
 #include "inbox.h"
 #include "util.h"
 
@@ -78,6 +80,20 @@ int	copy_run(struct inbox *src, struct inbox *dst,
 	    const struct copy_options *o, const struct copy_hooks *h,
 	    struct copy_result *r, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * The destination `to` of a copy from c->database, opened with c's busy
+ * timeout and durability (the schema applied or migrated, as inbox_open
+ * does) into *dst.  A dry run into a file that does not exist yet opens
+ * nothing (*dst NULL: every row would be new) and creates nothing.
+ * Returns 0; 1 when `to` is c's own inbox; -1 with the reason in err.
+ */
+int	copy_open_destination(const struct config *c, const char *to, int dry,
+	    struct inbox **dst, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* The final count, one line per table ("dry run: " first for a dry run). */
+void	copy_print(FILE *f, const struct copy_result *r, int dry);
 
 /* The digest `copied` keeps of an event or cursor row (every column but
  * events.admitted, which only says whether history counted it yet):

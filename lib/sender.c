@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
+#include <sodium.h>
 
 #include "api.h"
 #include "instant.h"
@@ -202,4 +203,51 @@ sender_read_body(FILE *in, struct buf *body, struct buf *err)
 		return -1;
 	}
 	return 0;
+}
+
+int
+sender_pick_body(const char *path, int sample, int64_t size, const char *id,
+    struct buf *body, struct buf *err)
+{
+	FILE *in = stdin;
+	const char *name = "stdin";
+	int rc;
+
+	if (sample) {
+		if (sender_sample_body(id, size, body) == 0)
+			return 0;
+		buf_reset(err);
+		(void)buf_printf(err, "out of memory");
+		return -1;
+	}
+	if (path != NULL && strcmp(path, "-") != 0) {
+		name = path;
+		if ((in = fopen(path, "rb")) == NULL) {
+			buf_reset(err);
+			(void)buf_printf(err, "%s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	if ((rc = sender_read_body(in, body, err)) == -1) {
+		char why[512];
+
+		snprintf(why, sizeof why, "%s", err->data ? err->data : "");
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s; nothing sent (send --size N URL "
+		    "sends a test event)", name, why);
+	}
+	if (in != stdin)
+		fclose(in);
+	return rc;
+}
+
+const char *
+sender_new_id(char out[SENDER_ID_SIZE])
+{
+	unsigned char rnd[12];
+
+	randombytes_buf(rnd, sizeof rnd);
+	memcpy(out, "msg_", 4);
+	sodium_bin2hex(out + 4, SENDER_ID_SIZE - 4, rnd, sizeof rnd);
+	return out;
 }

@@ -51,6 +51,21 @@ int	sender_read_body(FILE *in, struct buf *body, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /*
+ * The body `send` posts, into body: a test event for `id` when `sample`
+ * (the caller's: --size N, or no FILE on a terminal), padded to `size`;
+ * else the file `path` read whole (NULL or "-": stdin).  Returns 0, or -1
+ * with the reason in err (a file's name first).
+ */
+int	sender_pick_body(const char *path, int sample, int64_t size,
+	    const char *id, struct buf *body, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* A fresh webhook-id for `send` ("msg_" and 24 random hex digits, NUL)
+ * into out; returns out. */
+#define SENDER_ID_SIZE	29
+const char *sender_new_id(char out[SENDER_ID_SIZE]);
+
+/*
  * The request's headers for body (len bytes) sent at `timestamp` (seconds
  * since the epoch) as webhook `id`: webhook-id, webhook-timestamp,
  * webhook-signature and Content-Type, in that order.  Returns the list

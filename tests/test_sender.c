@@ -4,6 +4,7 @@
  * the headers of its request: a signature the receiver's own check
  * (signature_verify) accepts over id.timestamp.body.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,48 @@
 #include "tests/check_config.h"
 
 static char tmpdir[] = "/tmp/webhook-test-sender-XXXXXX";
+
+START_TEST(picks_the_body_and_a_fresh_id)
+{
+	char id[SENDER_ID_SIZE], id2[SENDER_ID_SIZE];
+	char path[] = "/tmp/webhook-test-sender-XXXXXX";
+	struct buf body, err;
+	int fd;
+
+	ck_assert_ptr_eq(sender_new_id(id), id);
+	ck_assert_int_eq(strlen(id), SENDER_ID_SIZE - 1);
+	ck_assert_int_eq(strncmp(id, "msg_", 4), 0);
+	ck_assert_str_ne(id, sender_new_id(id2));
+	buf_init(&body, 1 << 20);
+	buf_init(&err, 4096);
+	/* A test event when asked, whatever the path. */
+	ck_assert_int_eq(sender_pick_body("/nonexistent", 1, 0, id, &body,
+	    &err), 0);
+	ck_assert_ptr_nonnull(strstr(body.data, id));
+	/* A file that is not there: its name and why. */
+	buf_reset(&body);
+	ck_assert_int_eq(sender_pick_body("/nonexistent/x", 0, 0, id, &body,
+	    &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.data, "/nonexistent/x: No such file"));
+	/* An empty file: refused, named, and the way to a test event. */
+	ck_assert_int_ne(fd = mkstemp(path), -1);
+	close(fd);
+	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, &body, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err.data, path));
+	ck_assert_ptr_nonnull(strstr(err.data, "nothing sent (send --size N"));
+	/* The file, byte for byte. */
+	ck_assert_int_ne(fd = open(path, O_WRONLY), -1);
+	ck_assert_int_eq(write(fd, "{\"a\":1}", 7), 7);
+	close(fd);
+	buf_reset(&body);
+	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, &body, &err), 0);
+	ck_assert_int_eq(body.len, 7);
+	ck_assert_int_eq(memcmp(body.data, "{\"a\":1}", 7), 0);
+	unlink(path);
+	buf_free(&body);
+	buf_free(&err);
+}
+END_TEST
 
 START_TEST(sample_body_is_a_test_event)
 {
@@ -107,6 +150,7 @@ suite(void)
 	Suite *s = suite_create("sender");
 	TCase *tc = tcase_create("sender");
 
+	tcase_add_test(tc, picks_the_body_and_a_fresh_id);
 	tcase_add_test(tc, sample_body_is_a_test_event);
 	tcase_add_test(tc, sample_body_pads_to_size);
 	tcase_add_test(tc, signs_with_the_first_whsec);
