@@ -284,7 +284,8 @@ def drain_row(s, drain, target, conf, n, jobs, label, procs=1, events=None):
         lw, peak = ledger_check(ledger, events)
         why += lw
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    res = {"label": label, "jobs": jobs or 1, "procs": procs, "n": n,
+    res = {"label": label, "jobs": jobs or 1, "flag": bool(jobs),
+           "procs": procs, "n": n,
            "secs": secs, "rate": n / secs, "cpu_ms": 1000 * cpu / n,
            "peak": peak, "why": why, "ledger": events is not None,
            "load": "%s→%s" % (load0, bl.load1())}
@@ -363,7 +364,7 @@ def main():
         conf = target.make(label, LEDGER_HANDLER % (ledger, ledger), events)
         rows.append(drain_row(s, drain, target, conf, n_jobs_events, j, label,
                               procs=procs, events=events))
-    one = next((r for r in rows if r["jobs"] == 1 and r["procs"] == 1), None)
+    one = next((r for r in rows if r["flag"] and r["jobs"] == 1), None)
 
     load_end = bl.loadavg()
     steal1 = bl.steal()
@@ -413,8 +414,9 @@ def main():
             met(true_ratio, true_row))
     for r in rows:
         n = r["jobs"] * r["procs"]
-        what = ("`run --jobs %d`" % r["jobs"] if r["procs"] == 1 else
-                "%d × `run` at once" % r["procs"])
+        what = ("`run --jobs %d`" % r["jobs"] if r["flag"] else
+                "%d × `run` at once" % r["procs"] if r["procs"] > 1 else
+                "1 × `run` (no --jobs)")
         rat = bl.ratio(r["rate"], n * one["rate"]) if one else "-"
         want = ("**%s** of %d × one job" % (rat, n)) if one else "–"
         L.append("| %s, handler `%s` | %d | %.2f | **%.1f** | %.2f ms "
