@@ -217,6 +217,8 @@ bench: deps
 	    $(SB)/bench/cgi_ceiling $(SB)/bench/cgi_sqlite_floor
 	bench/run
 	python3 bench/cgi.py $(SB) $(B) --out $${BENCH_RESULTS:-bench/RESULTS.md}
+	python3 bench/goals.py $${BENCH_GOALS:-$(B)/bench/goals.tsv} \
+	    --out $${BENCH_RESULTS:-bench/RESULTS.md}
 
 # The plain-CGI row (bench/cgi.py): its client, and its ceiling, linked
 # statically like the receiver it is compared with.

@@ -1,8 +1,14 @@
-"""bench/requests.lua's latencies: wrk 4 corrects its histogram for
+"""The bench's own checks.
+
+bench/requests.lua's latencies: wrk 4 corrects its histogram for
 coordinated omission before the script sees it; requests.lua undoes that
 exactly and reports each request's own latency (raw_*).  Checked against a
 loopback HTTP server whose slow answers we choose, so the true
-distribution is known."""
+distribution is known.
+
+bench/drain_jobs.py's handler ledger, which makes a drain row valid or not
+(issue 20: no loss of order): ledgers written by the real handler command
+under /bin/sh, in order and out of it.  bench/goals.py's table."""
 import http.server
 import os
 import subprocess
@@ -121,6 +127,109 @@ class TestRawLatency(unittest.TestCase):
         w = self.run_wrk(400, 0.010, env_conns=False)
         self.assertEqual(w["raw_n"], -1)
         self.assertNotIn("raw_p99_us", w)
+
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.dont_write_bytecode = True
+import drain as bench_drain        # noqa: E402
+import drain_jobs                 # noqa: E402
+
+
+class TestDrainLedger(unittest.TestCase):
+    """ledger_check over ledgers the real `sleep 0.02` handler wrote."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="webhook-ledger-")
+        self.ledger = os.path.join(self.d, "ledger")
+        # bench/drain.py's fill, 12 events in event-time order, put on 3
+        # objects (over its 1000 they would rarely share one).
+        self.events = bench_drain.backlog(12, "ledgertest", "whsec_" + "A" * 44,
+                                          10**18)
+        self.events = [e[:9] + ("obj%d" % (i % 3),) + e[10:]
+                       for i, e in enumerate(self.events)]
+
+    def tearDown(self):
+        for f in os.listdir(self.d):
+            os.unlink(os.path.join(self.d, f))
+        os.rmdir(self.d)
+
+    def hand_out(self, e):
+        """The handler as webhook-drain runs it: /bin/sh -c, the event's
+        variables in the environment."""
+        env = dict(os.environ, WEBHOOK_ID=e[0], WEBHOOK_OBJECT_ID=e[9],
+                   WEBHOOK_CREATED_AT=e[7])
+        subprocess.run(["/bin/sh", "-c", drain_jobs.LEDGER_HANDLER
+                        % (self.ledger, self.ledger)], env=env, check=True,
+                       timeout=60)
+
+    def test_in_order_is_valid(self):
+        for e in self.events:
+            self.hand_out(e)
+        why, peak = drain_jobs.ledger_check(self.ledger, self.events)
+        self.assertEqual(why, [])
+        self.assertEqual(peak, 1)
+        with open(self.ledger) as f:
+            self.assertEqual(len(f.read().splitlines()), 2 * len(self.events))
+
+    def test_out_of_order_twice_and_missing_are_invalid(self):
+        # Object obj0's events 0, 3, 6, 9: hand out 3 before 0; 5 twice;
+        # never 11.
+        order = [3, 0, 1, 2, 4, 5, 5, 6, 7, 8, 9, 10]
+        for i in order:
+            self.hand_out(self.events[i])
+        why, _ = drain_jobs.ledger_check(self.ledger, self.events)
+        text = "; ".join(why)
+        self.assertIn("out of their object's event-time order", text)
+        self.assertIn("1 events handed out more than once", text)
+        self.assertIn("1 events not handed out start to end", text)
+
+    def test_two_of_one_object_at_once_is_invalid(self):
+        # Two handlers of one object between start and end: their lines
+        # interleave as the real handler writes them (S, S, E, E).
+        a, b = self.events[0], self.events[3]
+        with open(self.ledger, "w") as f:
+            for kind, e in (("S", a), ("S", b), ("E", a), ("E", b)):
+                f.write("%s %s %s %s\n" % (kind, e[9], e[7], e[0]))
+        for e in self.events[1:3] + self.events[4:]:
+            self.hand_out(e)
+        why, peak = drain_jobs.ledger_check(self.ledger, self.events)
+        self.assertIn("ledger: 1 hand-outs began while their object's "
+                      "previous one ran", why)
+        self.assertEqual(peak, 2)
+
+    def test_foreign_lines_are_invalid(self):
+        self.hand_out(self.events[0])
+        with open(self.ledger, "a") as f:
+            f.write("S obj0 2026-01-01T00:00:00.000Z msg_not_ours\n")
+        why, _ = drain_jobs.ledger_check(self.ledger, self.events[:1])
+        self.assertIn("ledger: 1 lines not of this fill", why)
+
+
+class TestGoals(unittest.TestCase):
+    def test_table_goes_under_the_run_heading(self):
+        d = tempfile.mkdtemp(prefix="webhook-goals-")
+        try:
+            res, goals = os.path.join(d, "RESULTS.md"), os.path.join(d, "g")
+            with open(res, "w") as f:
+                f.write("# Benchmarks\n\nintro\n\n## Run of X\n\n- Machine\n")
+            with open(goals, "w") as f:
+                f.write("a goal\t0.91\tmet\nanother\t0.40\tnot met\n")
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench",
+                            "goals.py"), goals, "--out", res], check=True,
+                           capture_output=True, timeout=60)
+            with open(res) as f:
+                lines = f.read().split("\n")
+            at = lines.index("## Run of X")
+            self.assertEqual(lines[at + 2], "### Goals against now (this run, "
+                             "noted by the scripts)")
+            self.assertIn("| a goal | 0.91 | met |", lines)
+            self.assertIn("| another | 0.40 | **not met** |", lines)
+            self.assertLess(lines.index("| another | 0.40 | **not met** |"),
+                            lines.index("- Machine"))
+        finally:
+            for f in os.listdir(d):
+                os.unlink(os.path.join(d, f))
+            os.rmdir(d)
 
 
 if __name__ == "__main__":
