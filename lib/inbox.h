@@ -617,4 +617,16 @@ enum inbox_status inbox_table_merge(struct inbox *ib, enum inbox_table t,
 	    void *arg, int dry, int64_t *put, struct buf *err)
 	    __attribute__((warn_unused_result));
 
+/*
+ * Can this inbox hold `row` of table t exactly as it is (every value
+ * stored and read back with the same type and bytes)?  1, or 0 with the
+ * reason in why (one line, no row data).  No I/O.  A SQLite inbox holds
+ * any row; a PostgreSQL one no text that is not valid UTF-8 or holds a
+ * NUL byte, and no value of another type than its column's (docs/
+ * postgresql.md).  A copy leaves such rows out and reports them
+ * (lib/copy.c) rather than mend them into another key or content.
+ */
+int	inbox_table_holds(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *row, struct buf *why);
+
 #endif
