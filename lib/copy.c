@@ -452,6 +452,10 @@ copy_open_destination(const struct config *c, const char *to, int dry,
 	if (stat(c->database, &a) == 0 && stat(to, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 		return 1;
+	/* A PostgreSQL inbox named by the same URI (another spelling of the
+	 * same database is not caught: its copy changes nothing). */
+	if (util_is_postgresql(to) && strcmp(c->database, to) == 0)
+		return 1;
 	if (dry && strstr(to, "://") == NULL && access(to, F_OK) == -1)
 		return 0;
 	return inbox_open(to, &io, dst, err) == INBOX_OK ? 0 : -1;
