@@ -783,6 +783,59 @@ START_TEST(copy_leaves_out_and_names_what_postgresql_cannot_hold)
 }
 END_TEST
 
+START_TEST(holds_knows_every_column_type)
+{
+	/* inbox_table_holds against the server's catalog: each column takes
+	 * a value of its type only, an integer column's 32-bit bound too. */
+	struct inbox_value row[32];
+	static char all[16384];
+	char q[256], type[64];
+	const char *at;
+	struct buf why;
+	int t, k;
+
+	buf_init(&why, 1024);
+	/* ",table.column=type," for every column, in one query. */
+	sql("SELECT ',' || string_agg(table_name || '.' || column_name || '='"
+	    " || data_type, ',') || ',' FROM information_schema.columns"
+	    " WHERE table_schema = current_schema()", all, sizeof all);
+	for (t = 0; t < INBOX_NTABLES; t++) {
+		const struct inbox_table_info *ti = inbox_table_info(t);
+		for (k = 0; k < ti->ncols; k++) {
+			memset(row, 0, sizeof row);
+			snprintf(q, sizeof q, ",%s.%s=", ti->name, ti->cols[k]);
+			ck_assert_msg((at = strstr(all, q)) != NULL, "%s", q);
+			at += strlen(q);
+			snprintf(type, sizeof type, "%.*s", (int)strcspn(at, ","),
+			    at);
+			if (strcmp(type, "bigint") == 0 ||
+			    strcmp(type, "integer") == 0) {
+				row[k].type = INBOX_V_INT;
+				row[k].i = 1LL << 31;
+				ck_assert_int_eq(inbox_table_holds(ib, t, row, &why),
+				    strcmp(type, "bigint") == 0);
+				row[k].i = 1;
+			} else {
+				ck_assert_msg(strcmp(type, "text") == 0 ||
+				    strcmp(type, "bytea") == 0, "%s.%s: %s",
+				    ti->name, ti->cols[k], type);
+				row[k].type = strcmp(type, "text") == 0 ?
+				    INBOX_V_TEXT : INBOX_V_BLOB;
+				row[k].p = "a";
+				row[k].len = 1;
+			}
+			ck_assert_msg(inbox_table_holds(ib, t, row, &why) == 1,
+			    "%s.%s: %s", ti->name, ti->cols[k], why.data);
+			row[k].type = row[k].type == INBOX_V_INT ? INBOX_V_TEXT :
+			    INBOX_V_INT;
+			ck_assert_int_eq(inbox_table_holds(ib, t, row, &why), 0);
+			ck_assert_ptr_nonnull(strstr(why.data, ti->cols[k]));
+		}
+	}
+	buf_free(&why);
+}
+END_TEST
+
 static Suite *
 inbox_pg_suite(void)
 {
@@ -809,6 +862,7 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, copy_digest_rule_decides_on_postgresql);
 	tcase_add_test(tc, copy_provider_retry_takes_the_source_state);
 	tcase_add_test(tc, copy_leaves_out_and_names_what_postgresql_cannot_hold);
+	tcase_add_test(tc, holds_knows_every_column_type);
 	suite_add_tcase(s, tc);
 	return s;
 }
