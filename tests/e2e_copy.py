@@ -429,6 +429,29 @@ class TestCopy(CopyBase):
         self.assertIn("events: 230 read, 230 written", out)
         self.assertEqual(dump(self.new, skip=()), src)
 
+    @unittest.skipUnless(pgserver.available(), "no PostgreSQL server binaries")
+    def test_to_postgresql_rows_it_cannot_hold_are_named_and_left_out(self):
+        self.assertEqual(self.deliver("good"), 200)
+        # A webhook-id a SQLite receiver stored, not valid UTF-8.
+        con = sqlite3.connect(self.sb.db, timeout=30)
+        con.execute("INSERT INTO events (webhook_id, body, received_at,"
+                    " webhook_timestamp, sort_at, next_at) SELECT"
+                    " CAST(x'6261640aff' AS TEXT), body, received_at,"
+                    " webhook_timestamp, sort_at, next_at FROM events")
+        con.commit()
+        con.close()
+        new = pgserver.shared().new_database("refuse")
+        for args in (("--dry-run",), ()):
+            p = self.copy("--to", new, *args, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("1 left out (the destination cannot hold them)",
+                          p.stdout)
+            # Named, escaped (no raw newline or 0xff in the message).
+            self.assertIn("1 rows left out, every other one copied", p.stderr)
+            self.assertIn("events bad\\x0a\\xff", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertEqual(ids(new), {"good"})
+
     def test_clocks_carried_over_old_event_is_stale_at_the_destination(self):
         self.assertEqual(self.deliver("newer", obj_id=7,
                                       created_at="2026-11-30T12:00:00Z"), 200)
