@@ -432,9 +432,10 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 		left += r->t[k].left_out;
 	if (left > 0) {
 		buf_reset(err);
-		(void)buf_printf(err, "%lld rows left out, every other one copied "
-		    "(%s): %s; docs/moving.md says what to do with them",
-		    (long long)left, r->left_out_why, r->left_out);
+		(void)buf_printf(err, "%lld row%s left out, every other one "
+		    "copied (%s): %s; docs/moving.md says what to do with them",
+		    (long long)left, left == 1 ? "" : "s", r->left_out_why,
+		    r->left_out);
 		return -1;
 	}
 	return 0;

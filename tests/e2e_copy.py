@@ -447,7 +447,7 @@ class TestCopy(CopyBase):
             self.assertIn("1 left out (the destination cannot hold them)",
                           p.stdout)
             # Named, escaped (no raw newline or 0xff in the message).
-            self.assertIn("1 rows left out, every other one copied", p.stderr)
+            self.assertIn("1 row left out, every other one copied", p.stderr)
             self.assertIn("events bad\\x0a\\xff", p.stderr)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
         self.assertEqual(ids(new), {"good"})
