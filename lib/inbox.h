@@ -532,7 +532,7 @@ enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
  * columns (inbox_table_info), each row as that many values.  What to do
  * with a row that both sides have is the caller's decision (lib/copy.c),
  * taken inside the destination's write transaction.  The SQLite
- * implementation is lib/inbox_copy.c.
+ * implementation is lib/inbox_copy.c, PostgreSQL's lib/inbox_pg_copy.c.
  */
 enum inbox_table {
 	INBOX_EVENTS,		/* every column of an event (lib/inbox_copy.c
