@@ -40,7 +40,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
 	   lib/inbox_copy.c lib/copy.c \
 	   lib/inbox_backend.c lib/inbox_pg.c lib/inbox_pg_px.c lib/inbox_pg_rules.c \
-	   lib/inbox_pg_ops.c \
+	   lib/inbox_pg_ops.c lib/inbox_pg_copy.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \

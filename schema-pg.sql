@@ -141,3 +141,17 @@ CREATE TABLE leases (
     expires_at  timestamptz NOT NULL,
     PRIMARY KEY (kind, object_type, object_id)
 );
+
+-- What `webhook-drain copy` wrote into this inbox (docs/moving.md), as in
+-- schema.sql (there added by version 4; here part of the first PostgreSQL
+-- schema, also version 4): for each event and cursor it copied, the
+-- digest of the row as copied, so that a later copy tells a row this
+-- inbox changed since (its drainers, an operator, retention) from one it
+-- did not, and a row it deleted from one it never had.  `tbl` is 'events'
+-- or 'cursors', `key` the row's webhook_id or name.  Only copy writes here.
+CREATE TABLE copied (
+    tbl    text NOT NULL,
+    key    text NOT NULL,
+    digest bytea NOT NULL,
+    PRIMARY KEY (tbl, key)
+);

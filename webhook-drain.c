@@ -1141,8 +1141,7 @@ cmd_copy(const struct config *c, struct opts *o)
 		fputc('\n', stderr);
 	copy_print(stdout, &r, o->dry_run);
 	if (rc != 0)
-		fprintf(stderr, "webhook-drain: copy: %s (what was written "
-		    "stays; run it again)\n", err.data);
+		fprintf(stderr, "webhook-drain: copy: %s\n", err.data);
 out:
 	inbox_close(dst);
 	inbox_close(src);

@@ -270,6 +270,61 @@ after_keep(struct job *j, const struct inbox_value *row)
 	return 0;
 }
 
+/* Note a row the destination cannot hold: its key, escaped, in r. */
+static void
+left_out(struct job *j, const struct inbox_value *row, const struct buf *why)
+{
+	const struct inbox_table_info *ti = inbox_table_info(j->t);
+	struct copy_result *r = j->r;
+	size_t len = strlen(r->left_out);
+	char key[200], one[80];
+	int k;
+
+	j->r->t[j->t].left_out++;
+	if (r->left_out_why[0] == '\0')
+		snprintf(r->left_out_why, sizeof r->left_out_why, "%s: %s",
+		    ti->name, why->data != NULL ? why->data : "");
+	snprintf(key, sizeof key, "%s ", ti->name);
+	for (k = 0; k < ti->nkey; k++) {
+		if (row[k].type == INBOX_V_INT)
+			snprintf(one, sizeof one, "%lld", (long long)row[k].i);
+		else
+			(void)util_escape(row[k].p != NULL ? row[k].p : "",
+			    row[k].len, one, sizeof one);
+		snprintf(key + strlen(key), sizeof key - strlen(key), "%s%s",
+		    k ? "/" : "", one);
+	}
+	/* As many as fit, then "…" once. */
+	if (len + strlen(key) + 8 < sizeof r->left_out)
+		snprintf(r->left_out + len, sizeof r->left_out - len, "%s%s",
+		    len ? ", " : "", key);
+	else if (len < 4 || strcmp(r->left_out + len - 3, "...") != 0)
+		snprintf(r->left_out + len, sizeof r->left_out - len, ", ...");
+}
+
+/* The rows of a page the destination can hold, into held (n × ncols
+ * values pointing at the page's); the others noted.  Returns how many. */
+static size_t
+holdable(struct job *j, const struct inbox_value *rows, size_t n,
+    struct inbox_value *held)
+{
+	const struct inbox_table_info *ti = inbox_table_info(j->t);
+	size_t i, m = 0, w = (size_t)ti->ncols;
+	struct buf why;
+
+	buf_init(&why, 1024);
+	for (i = 0; i < n; i++) {
+		if (j->dst != NULL && !inbox_table_holds(j->dst, j->t,
+		    &rows[i * w], &why)) {
+			left_out(j, &rows[i * w], &why);
+			continue;
+		}
+		memcpy(&held[m++ * w], &rows[i * w], w * sizeof *held);
+	}
+	buf_free(&why);
+	return m;
+}
+
 /* One page read from the source (its read is over): write it. */
 static int
 page(const struct inbox_value *rows, size_t n, void *arg)
@@ -277,14 +332,37 @@ page(const struct inbox_value *rows, size_t n, void *arg)
 	struct job *j = arg;
 	const struct inbox_table_info *ti = inbox_table_info(j->t);
 	struct copy_count *c = &j->r->t[j->t];
+	struct inbox_value *held;
+	enum inbox_status s = INBOX_OK;
 	int64_t put = 0;
+	size_t m;
+	int tries;
 
-	j->same = j->kept = j->recorded = 0;
-	if (j->dst == NULL) {
-		/* A dry run into nothing: every row would be new. */
-		put = (int64_t)n;
-	} else if (inbox_table_merge(j->dst, j->t, rows, n, decide, j,
-	    j->o->dry, &put, j->err) != INBOX_OK) {
+	if ((held = calloc(n * (size_t)ti->ncols, sizeof *held)) == NULL) {
+		j->failed = 1;
+		buf_reset(j->err);
+		(void)buf_printf(j->err, "copy: out of memory");
+		return -1;
+	}
+	m = holdable(j, rows, n, held);
+	/* A busy destination (a lock past its timeout, a serialization
+	 * failure) is asked again: the batch is decided anew each time. */
+	for (tries = 0; tries < COPY_TRIES; tries++) {
+		j->same = j->kept = j->recorded = 0;
+		put = 0;
+		if (j->dst == NULL || m == 0) {
+			/* A dry run into nothing: every row would be new. */
+			put = (int64_t)m;
+			s = INBOX_OK;
+		} else {
+			s = inbox_table_merge(j->dst, j->t, held, m, decide, j,
+			    j->o->dry, &put, j->err);
+		}
+		if (s != INBOX_BUSY || j->failed)
+			break;
+	}
+	free(held);
+	if (s != INBOX_OK) {
 		j->failed = 1;
 		return -1;
 	} else if (j->failed) {
@@ -318,6 +396,7 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 	struct job j;
 	size_t n, k, rows = o->batch_rows ? o->batch_rows : COPY_BATCH_ROWS;
 	size_t bytes = o->batch_bytes ? o->batch_bytes : COPY_BATCH_BYTES;
+	int64_t left = 0;
 	int full, rc = 0;
 
 	memset(r, 0, sizeof *r);
@@ -345,7 +424,21 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 		} while (n == rows || full);
 	}
 	after_free(&j);
-	return rc;
+	if (rc == -1) {
+		(void)buf_printf(err, " (what was written stays; run it again)");
+		return -1;
+	}
+	for (k = 0; k < INBOX_NTABLES; k++)
+		left += r->t[k].left_out;
+	if (left > 0) {
+		buf_reset(err);
+		(void)buf_printf(err, "%lld row%s left out, every other one "
+		    "copied (%s): %s; docs/moving.md says what to do with them",
+		    (long long)left, left == 1 ? "" : "s", r->left_out_why,
+		    r->left_out);
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -360,6 +453,10 @@ copy_open_destination(const struct config *c, const char *to, int dry,
 	if (stat(c->database, &a) == 0 && stat(to, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 		return 1;
+	/* A PostgreSQL inbox named by the same URI (another spelling of the
+	 * same database is not caught: its copy changes nothing). */
+	if (util_is_postgresql(to) && strcmp(c->database, to) == 0)
+		return 1;
 	if (dry && strstr(to, "://") == NULL && access(to, F_OK) == -1)
 		return 0;
 	return inbox_open(to, &io, dst, err) == INBOX_OK ? 0 : -1;
@@ -372,8 +469,11 @@ copy_print(FILE *f, const struct copy_result *r, int dry)
 
 	for (k = 0; k < INBOX_NTABLES; k++)
 		fprintf(f, "%s%s: %lld read, %lld %s, %lld the same, %lld kept "
-		    "as the destination has them\n", dry ? "dry run: " : "",
-		    inbox_table_info(k)->name, (long long)r->t[k].read,
+		    "as the destination has them%s%.0lld%s\n", dry ? "dry run: " :
+		    "", inbox_table_info(k)->name, (long long)r->t[k].read,
 		    (long long)r->t[k].written, dry ? "to write" : "written",
-		    (long long)r->t[k].same, (long long)r->t[k].kept);
+		    (long long)r->t[k].same, (long long)r->t[k].kept,
+		    r->t[k].left_out ? ", " : "", (long long)r->t[k].left_out,
+		    r->t[k].left_out ? " left out (the destination cannot hold "
+		    "them)" : "");
 }

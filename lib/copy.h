@@ -52,14 +52,24 @@ struct copy_options {
 };
 
 /* Per table: rows read from the source, written (new or updated at the
- * destination), already the same there, and kept as the destination has
- * them (changed or deleted there since copied: the destination wins). */
+ * destination), already the same there, kept as the destination has
+ * them (changed or deleted there since copied: the destination wins),
+ * and left out: rows the destination cannot hold as they are
+ * (inbox_table_holds: text that is not valid UTF-8 for a PostgreSQL
+ * inbox), never written, mended or dropped silently. */
 struct copy_count {
-	int64_t	read, written, same, kept;
+	int64_t	read, written, same, kept, left_out;
 };
+
+/* Keys of the rows left out, escaped (util_escape), as many as fit. */
+#define COPY_LEFT_OUT_SIZE	1024
 
 struct copy_result {
 	struct copy_count	t[INBOX_NTABLES];	/* by enum inbox_table */
+	/* "events \x..id, …" of the first rows left out ("" when none), and
+	 * why the first one was. */
+	char			left_out[COPY_LEFT_OUT_SIZE];
+	char			left_out_why[200];
 };
 
 struct copy_hooks {
@@ -73,9 +83,15 @@ struct copy_hooks {
  * Copy everything from src into dst (tables in the order objects,
  * cursors, events, history, runs: clocks first, so an event copied is
  * never judged without them).  r gets the counts, also on failure (what
- * was done).  Returns 0, or -1 with the reason in err: an inbox was busy
- * past its timeout or failed; the batches written stay (run it again).
+ * was done).  A batch the destination found busy (a lock past its
+ * timeout, a PostgreSQL serialization failure) is tried again, up to
+ * COPY_TRIES times.  Returns 0, or -1 with the reason in err (one line
+ * for the operator): an inbox was busy past its timeout or failed (the
+ * batches written stay: run it again), or rows were left out (every
+ * other row was copied; the keys and the reason in err and r).
  */
+#define COPY_TRIES	3
+
 int	copy_run(struct inbox *src, struct inbox *dst,
 	    const struct copy_options *o, const struct copy_hooks *h,
 	    struct copy_result *r, struct buf *err)

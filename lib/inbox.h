@@ -532,7 +532,7 @@ enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
  * columns (inbox_table_info), each row as that many values.  What to do
  * with a row that both sides have is the caller's decision (lib/copy.c),
  * taken inside the destination's write transaction.  The SQLite
- * implementation is lib/inbox_copy.c.
+ * implementation is lib/inbox_copy.c, PostgreSQL's lib/inbox_pg_copy.c.
  */
 enum inbox_table {
 	INBOX_EVENTS,		/* every column of an event (lib/inbox_copy.c
@@ -616,5 +616,17 @@ enum inbox_status inbox_table_merge(struct inbox *ib, enum inbox_table t,
 	    const struct inbox_value *rows, size_t n, inbox_merge_fn fn,
 	    void *arg, int dry, int64_t *put, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * Can this inbox hold `row` of table t exactly as it is (every value
+ * stored and read back with the same type and bytes)?  1, or 0 with the
+ * reason in why (one line, no row data).  No I/O.  A SQLite inbox holds
+ * any row; a PostgreSQL one no text that is not valid UTF-8 or holds a
+ * NUL byte, and no value of another type than its column's (docs/
+ * postgresql.md).  A copy leaves such rows out and reports them
+ * (lib/copy.c) rather than mend them into another key or content.
+ */
+int	inbox_table_holds(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *row, struct buf *why);
 
 #endif

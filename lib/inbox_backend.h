@@ -102,7 +102,9 @@
 	X(enum inbox_status, table_merge, (struct inbox *ib, enum inbox_table t, \
 	    const struct inbox_value *rows, size_t n, inbox_merge_fn fn, \
 	    void *arg, int dry, int64_t *put, struct buf *err), \
-	    (ib, t, rows, n, fn, arg, dry, put, err))
+	    (ib, t, rows, n, fn, arg, dry, put, err)) \
+	X(int, table_holds, (struct inbox *ib, enum inbox_table t, \
+	    const struct inbox_value *row, struct buf *why), (ib, t, row, why))
 
 /* The table of one backend. */
 #define INBOX_OP_MEMBER(ret, name, params, args)	ret (*name) params;

@@ -244,9 +244,8 @@ apply_schema(struct inbox_pg *ib, int64_t deadline, struct buf *err)
 			return INBOX_OK;
 		if (version != 0) {
 			/* No older PostgreSQL schema exists: the first is
-			 * version 4, SQLite's, less the table `copied` (copy
-			 * moves SQLite inboxes only).  A later version
-			 * migrates here. */
+			 * version 4, SQLite's (with the table `copied`), plus
+			 * `seen` and `leases`.  A later version migrates here. */
 			buf_reset(err);
 			(void)buf_printf(err, "%s: schema version %d is unknown "
 			    "to this program", ib->name, version);
@@ -388,23 +387,24 @@ static const char store_sql[] =
     "  RETURNING 1)"
     " SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM dup)";
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when s does not
- * start one (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when the `left`
+ * bytes there do not start one (RFC 3629: no overlongs, no surrogates, at
+ * most U+10FFFF; a NUL byte is none either: text cannot hold it). */
 static size_t
-utf8_seq(const unsigned char *s)
+utf8_seq(const unsigned char *s, size_t left)
 {
 	if (s[0] < 0x80)
-		return 1;
+		return s[0] != 0;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+		return left >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
 	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		if (left < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
 		    (s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
 			return 0;
 		return 3;
 	}
 	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		if (left < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
 		    (s[3] & 0xc0) != 0x80 || (s[0] == 0xf0 && s[1] < 0x90) ||
 		    (s[0] == 0xf4 && s[1] > 0x8f))
 			return 0;
@@ -413,19 +413,23 @@ utf8_seq(const unsigned char *s)
 	return 0;
 }
 
+int
+px_utf8_valid(const void *s, size_t len)
+{
+	const unsigned char *u = s;
+	size_t n, i;
+
+	for (i = 0; i < len; i += n)
+		if ((n = utf8_seq(u + i, len - i)) == 0)
+			return 0;
+	return 1;
+}
+
 /* Is s (NUL-terminated; NULL counts as valid) valid UTF-8? */
 static int
 utf8_valid(const char *s)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n, i;
-
-	if (s == NULL)
-		return 1;
-	for (i = 0; u[i] != '\0'; i += n)
-		if ((n = utf8_seq(u + i)) == 0)
-			return 0;
-	return 1;
+	return s == NULL || px_utf8_valid(s, strlen(s));
 }
 
 /*
@@ -441,13 +445,14 @@ static const char *
 utf8_text(const char *s, struct buf *tmp, int *oom)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t n, i;
+	size_t n, i, len;
 
 	if (utf8_valid(s))
 		return s;
 	buf_reset(tmp);
-	for (i = 0; u[i] != '\0'; i += n) {
-		if ((n = utf8_seq(u + i)) != 0) {
+	len = strlen(s);
+	for (i = 0; i < len; i += n) {
+		if ((n = utf8_seq(u + i, len - i)) != 0) {
 			if (buf_append(tmp, u + i, n) == -1)
 				*oom = 1;
 			continue;

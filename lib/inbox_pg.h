@@ -57,6 +57,12 @@ struct px_params {
 	const char	*v[16];
 	int		 len[16];
 	int		 bin[16];
+	/* More than 16 (lib/inbox_pg_copy.c's batches): n values from these
+	 * arrays instead, when xv is set; results in binary form when
+	 * binary_results is set. */
+	const char *const *xv;
+	const int	*xlen, *xbin;
+	int		 binary_results;
 };
 void	px_text(struct px_params *p, const char *s);	/* NULL for NULL or "" */
 void	px_raw(struct px_params *p, const char *s);	/* as is; NULL for NULL */
@@ -133,6 +139,10 @@ struct px_filter_tmp {
 int	px_filter(struct px_params *p, const struct inbox_filter *f,
 	    struct px_filter_tmp *t);	/* -1: out of memory */
 void	px_filter_free(struct px_filter_tmp *t);
+
+/* Is s[0..len) valid UTF-8 without a NUL byte, as a PostgreSQL text value
+ * must be (lib/inbox_pg.c)? */
+int	px_utf8_valid(const void *s, size_t len);
 
 /* lib/inbox_pg_rules.c: the lease key of an event (kind, object_type,
  * object_id: three parameters, schema-pg.sql's leases). */

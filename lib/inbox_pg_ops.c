@@ -679,41 +679,4 @@ inbox_pg_dead_latest(struct inbox *pib, int64_t limit,
 	return s;
 }
 
-/*
- * `webhook-drain copy` reads and writes SQLite inboxes only, so far: its
- * portable rows (lib/inbox_copy.c) have no PostgreSQL side yet.  Say so
- * plainly rather than move half an inbox (docs/moving.md).
- */
-static enum inbox_status
-copy_not_built(struct buf *err)
-{
-	buf_reset(err);
-	(void)buf_printf(err, "copy to or from a PostgreSQL inbox is not "
-	    "built yet: copy moves SQLite inboxes only (docs/moving.md)");
-	return INBOX_FAILED;
-}
-
-enum inbox_status
-inbox_pg_table_read(struct inbox *ib, enum inbox_table t,
-    const struct inbox_value *after, size_t max_rows, size_t max_bytes,
-    int (*fn)(const struct inbox_value *, size_t, void *), void *arg,
-    size_t *n, int *full, struct buf *err)
-{
-	(void)ib, (void)t, (void)after, (void)max_rows, (void)max_bytes;
-	(void)fn, (void)arg;
-	*n = 0;
-	*full = 0;
-	return copy_not_built(err);
-}
-
-enum inbox_status
-inbox_pg_table_merge(struct inbox *ib, enum inbox_table t,
-    const struct inbox_value *rows, size_t n, inbox_merge_fn fn, void *arg,
-    int dry, int64_t *put, struct buf *err)
-{
-	(void)ib, (void)t, (void)rows, (void)n, (void)fn, (void)arg, (void)dry;
-	*put = 0;
-	return copy_not_built(err);
-}
-
 #endif /* WEBHOOK_POSTGRESQL */

@@ -237,8 +237,9 @@ px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
 		    p != NULL ? p->v : NULL, p != NULL ? p->len : NULL,
 		    p != NULL ? p->bin : NULL, 0);
 	else if (p != NULL)
-		ok = PQsendQueryParams(ib->conn, sql, p->n, NULL, p->v, p->len,
-		    p->bin, 0);
+		ok = PQsendQueryParams(ib->conn, sql, p->n, NULL, p->xv != NULL ?
+		    p->xv : p->v, p->xv != NULL ? p->xlen : p->len,
+		    p->xv != NULL ? p->xbin : p->bin, p->binary_results);
 	else
 		ok = PQsendQuery(ib->conn, sql);
 	if (!ok) {

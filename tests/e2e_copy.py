@@ -18,6 +18,7 @@ import unittest
 
 from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
                      write_conf)
+import pgserver
 
 # One line per hand-out: its id.
 HANDLER = "cat >/dev/null; echo \"$WEBHOOK_ID\" >> \"$RECORD\""
@@ -44,10 +45,49 @@ def dump(path, skip=("admitted",), tables=TABLES):
         con.close()
 
 
-def count(path, where="1"):
-    con = sqlite3.connect(path, timeout=30)
+def count(db, where="true"):
+    """Events in an inbox (a SQLite file or a PostgreSQL URI) matching
+    where; 0 when it has no tables yet."""
+    if "://" in db:
+        rows = pgserver.query(db, "SELECT count(*) AS n FROM events WHERE "
+                              + where)
+        return rows[0]["n"] if rows else 0
+    con = sqlite3.connect(db, timeout=30)
     try:
         return con.execute("SELECT count(*) FROM events WHERE " + where).fetchone()[0]
+    finally:
+        con.close()
+
+
+def ids(db, where="true"):
+    """The webhook ids of an inbox's events matching where."""
+    if "://" in db:
+        return {r["webhook_id"] for r in pgserver.query(
+            db, "SELECT webhook_id FROM events WHERE " + where)}
+    con = sqlite3.connect(db, timeout=30)
+    try:
+        return {r[0] for r in con.execute(
+            "SELECT webhook_id FROM events WHERE " + where)}
+    finally:
+        con.close()
+
+
+def dump_pg(uri, columns, tables=TABLES):
+    """dump()'s form of a PostgreSQL inbox: the same columns (columns:
+    dump()'s result of the source, for their names), sorted by key."""
+    out = {}
+    for t, key in tables.items():
+        rows = pgserver.query(uri, "SELECT %s FROM %s ORDER BY %s" % (
+            ", ".join(columns[t]), t, key))
+        out[t] = [tuple(r[c] for c in columns[t]) for r in rows]
+    return out
+
+
+def columns(path, skip=("admitted",), tables=TABLES):
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        return {t: [r[1] for r in con.execute("PRAGMA table_info(%s)" % t)
+                    if r[1] not in skip] for t in tables}
     finally:
         con.close()
 
@@ -92,6 +132,16 @@ class CopyBase(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return p
 
+    def wait_pg(self, uri, where, timeout=120):
+        """Until a session of the server matches where (pg_stat_activity)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if pgserver.query(uri, "SELECT 1 FROM pg_stat_activity WHERE "
+                              + where):
+                return
+            time.sleep(0.05)
+        raise AssertionError("no session where " + where)
+
     def handed(self):
         if not os.path.exists(self.record):
             return []
@@ -105,8 +155,10 @@ class Sender:
     acknowledged with 200 and when each thread's last answered request
     began."""
 
-    def __init__(self, test, threads=2):
+    def __init__(self, test, threads=2, pause=0.0):
+        """pause: seconds each thread waits between deliveries."""
         self.t = test
+        self.pause = pause
         self.acked = set()
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -143,6 +195,8 @@ class Sender:
             except OSError as e:
                 self.bad.append((msg_id, str(e)))
                 continue
+            if self.pause:
+                time.sleep(self.pause)
             with self.lock:
                 self.n += 1
                 if status == 200:
@@ -171,12 +225,22 @@ class Sender:
 
 class TestCutOver(CopyBase):
     def test_live_move_hands_out_every_acknowledged_event_exactly_once(self):
+        self.live_move()
+
+    @unittest.skipUnless(pgserver.available(), "no PostgreSQL server binaries")
+    def test_live_move_to_postgresql(self):
+        self.new = pgserver.shared().new_database("moved")
+        # Fewer events than the SQLite move: each is a few round trips
+        # more to hand out, and the move is the same.
+        self.live_move(pause=0.1)
+
+    def live_move(self, pause=0.0):
         # Before: events of every fate in the source, some done.
         for i in range(40):
             self.assertEqual(self.deliver("pre-9-%03d" % i,
                                           **Sender.params("pre-9-%03d" % i)), 200)
         self.drain()
-        send = Sender(self)
+        send = Sender(self, pause=pause)
         # (1) copy while the provider keeps sending; the source's cron
         # keeps draining (before, during and after the copy).
         while len(send.acked) < 30:
@@ -199,12 +263,7 @@ class TestCutOver(CopyBase):
         send.wait_all_began_after(switched + 0.01)
         # The provider's retry of an event the old inbox had done after the
         # first copy (its 200 lost, say) lands in the new one as new.
-        con = sqlite3.connect(self.sb.db, timeout=30)
-        con.execute("ATTACH ? AS new", (self.new,))
-        retried = [r[0] for r in con.execute(
-            "SELECT webhook_id FROM events WHERE state = 'done' AND webhook_id"
-            " NOT IN (SELECT webhook_id FROM new.events) LIMIT 3")]
-        con.close()
+        retried = sorted(ids(self.sb.db, "state = 'done'") - ids(self.new))[:3]
         self.assertGreater(len(retried), 0)
         for msg_id in retried:
             self.assertEqual(self.deliver(msg_id, **Sender.params(msg_id)), 200)
@@ -308,6 +367,90 @@ class TestCopy(CopyBase):
         out = self.copy("--to", self.new).stdout
         self.assertIn("events: 1000 read, 0 written, 1000 the same", out)
         self.assertEqual(dump(self.new, skip=(), tables=with_records), before)
+
+    @unittest.skipUnless(pgserver.available(), "no PostgreSQL server binaries")
+    def test_to_postgresql_killed_resumed_twice_and_back(self):
+        # 30 events done (history, a run, clocks), then 200 bodies of
+        # 24 KB: two pages of the 4 MiB bound.
+        self.fill(0, 30, 100)
+        self.drain()
+        self.fill(30, 230, 24000)
+        pg = pgserver.shared()
+        new = pg.new_database("copy")
+        self.copy("--to", new, "--dry-run")     # the schema, no rows
+        # Another session holds an uncommitted insert of the last event:
+        # the copy's last page waits for it, after the first committed,
+        # and is SIGKILLed there (mid-way, whatever the machine's speed).
+        blocker = subprocess.Popen(
+            [pgserver.PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", new],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        blocker.stdin.write(
+            "SET application_name = 'blocker'; BEGIN; INSERT INTO events"
+            " (webhook_id, received_at, webhook_timestamp, sort_at, next_at)"
+            " VALUES ('bulk-00229', 'x', 0, 'x', 'x');\n")
+        blocker.stdin.flush()
+        self.wait_pg(new, "application_name = 'blocker' AND state ="
+                     " 'idle in transaction'")
+        p = subprocess.Popen([DRAIN, "-c", self.sb.conf, "copy", "--to", new],
+                             env=dict(os.environ, **self.sb.env()),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_pg(new, "application_name = 'webhook-inbox' AND"
+                     " wait_event_type = 'Lock'")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        blocker.stdin.write("ROLLBACK;\n")
+        blocker.stdin.close()
+        blocker.wait(60)
+        got = count(new)
+        self.assertTrue(0 < got < 230, got)
+        sys.stderr.write("\nkilled with %d of 230 events copied\n" % got)
+        out = self.copy("--to", new).stdout
+        self.assertIn("events: 230 read, %d written, %d the same" % (
+            230 - got, got), out)
+        cols = columns(self.sb.db, skip=())
+        src = dump(self.sb.db, skip=())
+        self.assertEqual(dump_pg(new, cols), src)
+        self.assertEqual(len(src["objects"]), 30)
+        self.assertEqual(len(src["runs"]), 1)
+        self.assertGreater(len(src["history"]), 0)
+        # Twice: nothing written, nothing changed (copy records included).
+        records = pgserver.query(new, "SELECT tbl, key, digest FROM copied"
+                                 " ORDER BY tbl, key")
+        self.assertEqual(len(records), 230)    # each event (no cursor here)
+        out = self.copy("--to", new).stdout
+        self.assertIn("events: 230 read, 0 written, 230 the same", out)
+        self.assertEqual(dump_pg(new, cols), src)
+        self.assertEqual(pgserver.query(new, "SELECT tbl, key, digest FROM"
+                                        " copied ORDER BY tbl, key"), records)
+        # Back: from the PostgreSQL inbox into a new SQLite file.
+        back_conf = os.path.join(self.sb.dir, "back.conf")
+        write_conf(back_conf, **dict(self.keys, database=new))
+        out = self.copy("--to", self.new, conf=back_conf).stdout
+        self.assertIn("events: 230 read, 230 written", out)
+        self.assertEqual(dump(self.new, skip=()), src)
+
+    @unittest.skipUnless(pgserver.available(), "no PostgreSQL server binaries")
+    def test_to_postgresql_rows_it_cannot_hold_are_named_and_left_out(self):
+        self.assertEqual(self.deliver("good"), 200)
+        # A webhook-id a SQLite receiver stored, not valid UTF-8.
+        con = sqlite3.connect(self.sb.db, timeout=30)
+        con.execute("INSERT INTO events (webhook_id, body, received_at,"
+                    " webhook_timestamp, sort_at, next_at) SELECT"
+                    " CAST(x'6261640aff' AS TEXT), body, received_at,"
+                    " webhook_timestamp, sort_at, next_at FROM events")
+        con.commit()
+        con.close()
+        new = pgserver.shared().new_database("refuse")
+        for args in (("--dry-run",), ()):
+            p = self.copy("--to", new, *args, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("1 left out (the destination cannot hold them)",
+                          p.stdout)
+            # Named, escaped (no raw newline or 0xff in the message).
+            self.assertIn("1 row left out, every other one copied", p.stderr)
+            self.assertIn("events bad\\x0a\\xff", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertEqual(ids(new), {"good"})
 
     def test_clocks_carried_over_old_event_is_stale_at_the_destination(self):
         self.assertEqual(self.deliver("newer", obj_id=7,

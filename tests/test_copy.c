@@ -78,281 +78,7 @@ teardown(void)
 	buf_free(&err);
 }
 
-/* ---- making events ------------------------------------------------------ */
-
-static void
-store(struct inbox *ib, const char *id, const char *created,
-    const char *oid, const void *body, size_t len)
-{
-	struct event_fields f;
-	struct inbox_delivery d;
-	enum inbox_status s;
-
-	memset(&f, 0, sizeof f);
-	f.type = (char *)"client.updated";
-	if (created != NULL) {
-		ck_assert_int_eq(instant_parse(created, strlen(created),
-		    f.created_at), 0);
-		f.created_at_raw = (char *)created;
-	}
-	if (oid != NULL) {
-		f.object_type = (char *)"client";
-		f.object_id = (char *)oid;
-	}
-	memset(&d, 0, sizeof d);
-	d.webhook_id = id;
-	d.webhook_timestamp = 1772366400;
-	d.secret_fp = "fp0123";
-	d.body = body;
-	d.body_len = len;
-	d.fields = &f;
-	s = inbox_store(ib, &d, &err);
-	ck_assert_msg(s == INBOX_OK || s == INBOX_DUPLICATE, "store: %s", ERR);
-}
-
-static void
-store_json(struct inbox *ib, const char *id, const char *created,
-    const char *oid)
-{
-	char body[256];
-	int n = snprintf(body, sizeof body, "{\"id\":\"%s\",\"createdAt\":\"%s\"}",
-	    id, created ? created : "");
-
-	store(ib, id, created, oid, body, (size_t)n);
-}
-
-/* What a hand-out of `id` ends in. */
-enum verdict { V_DONE, V_FAIL, V_DEAD, V_CLAIM_ONLY };
-
-/*
- * Hand `id` out now as a run would (next_due, claim), then record the
- * verdict at now_ns.  Returns the claim's outcome.
- */
-static enum inbox_claim
-hand_out(struct inbox *ib, const char *id, int64_t now_ns, enum verdict v)
-{
-	struct inbox_cursor cur;
-	struct inbox_event e;
-	enum inbox_claim claim = INBOX_SKIPPED;
-	int64_t t = util_now_ns();
-	int dead, found = 0;
-
-	memset(&cur, 0, sizeof cur);
-	inbox_event_init(&e);
-	while (inbox_next_due(ib, &cur, t, 0, 0, &e, &err) == INBOX_OK)
-		if (strcmp(e.webhook_id, id) == 0) {
-			found = 1;
-			break;
-		}
-	ck_assert_msg(found, "%s not due", id);
-	OK(inbox_claim(ib, &e, t, &claim, &err));
-	if (claim == INBOX_CLAIMED || claim == INBOX_CLAIMED_STALE) {
-		if (v == V_DONE)
-			OK(inbox_finish_done(ib, &e, now_ns, "ok\0bin", 6, &err));
-		else if (v == V_FAIL || v == V_DEAD)
-			OK(inbox_finish_failed(ib, &e, now_ns, 30 * SEC,
-			    v == V_DEAD ? 1 : 5, "exit 3", "boom\n", 5, &dead,
-			    &err));
-	}
-	inbox_event_free(&e);
-	return claim;
-}
-
-static void
-forget(struct inbox *ib, const char *id)
-{
-	struct inbox_filter f = { .webhook_id = id };
-	int64_t n;
-
-	OK(inbox_forget(ib, &f, &n, &err));
-	ck_assert_int_eq(n, 1);
-}
-
-static void
-add_history(struct inbox *ib, int64_t bucket_s, const char *name, int64_t n,
-    int64_t run_start_ns)
-{
-	struct history_delta d;
-	struct inbox_run_record run;
-
-	memset(&d, 0, sizeof d);
-	d.bucket_s = bucket_s;
-	snprintf(d.name, sizeof d.name, "%s", name);
-	d.n = n;
-	memset(&run, 0, sizeof run);
-	run.started_ns = run_start_ns;
-	run.finished_ns = run_start_ns + SEC;
-	run.done = n;
-	snprintf(run.result, sizeof run.result, "ok");
-	OK(inbox_history_add(ib, &d, 1, &run, util_now_ns(), &err));
-}
-
-static void
-set_cursor(struct inbox *ib, const char *name, const char *after,
-    const char *page)
-{
-	struct inbox_batch b;
-
-	memset(&b, 0, sizeof b);
-	b.cursor_name = name;
-	b.cursor_updated_after = after;
-	b.cursor_page = page;
-	OK(inbox_store_batch(ib, &b, &err));
-}
-
-/* An inbox with something of everything: events in every state (a body
- * with NUL bytes, an empty one, one purged), clocks, a cursor, history. */
-static void
-fill(struct inbox *ib)
-{
-	int64_t now = util_now_ns();
-
-	store(ib, "e-bin", "2026-03-01T10:00:00Z", "1", "a\0b\xff", 4);
-	store(ib, "e-empty", NULL, NULL, "", 0);
-	store_json(ib, "e-pending", "2026-03-01T10:00:05Z", "9");
-	store_json(ib, "e-done", "2026-03-01T10:00:01Z", "2");
-	store_json(ib, "e-dead", "2026-03-01T10:00:02Z", "3");
-	store_json(ib, "e-retry", "2026-03-01T10:00:03Z", "4");
-	store_json(ib, "e-purged", "2026-03-01T10:00:04Z", "5");
-	ck_assert_int_eq(hand_out(ib, "e-done", now, V_DONE), INBOX_CLAIMED);
-	/* Older than what was done for its object, arriving after. */
-	store_json(ib, "e-old", "2026-03-01T09:00:00Z", "2");
-	ck_assert_int_eq(hand_out(ib, "e-dead", now, V_DEAD), INBOX_CLAIMED);
-	ck_assert_int_eq(hand_out(ib, "e-retry", now, V_FAIL), INBOX_CLAIMED);
-	ck_assert_int_eq(hand_out(ib, "e-old", now, V_DONE),
-	    INBOX_MARKED_STALE);
-	/* Done ten days ago, then retention: the body goes, the row stays. */
-	ck_assert_int_eq(hand_out(ib, "e-purged", now - 10 * DAY, V_DONE),
-	    INBOX_CLAIMED);
-	{
-		int64_t bodies, rows;
-		OK(inbox_purge(ib, now, 7 * DAY, &bodies, &rows, &err));
-		ck_assert_int_eq(bodies, 1);
-	}
-	set_cursor(ib, "sync:clients", "2026-03-01T00:00:00Z", "page-7");
-	add_history(ib, 1772366400 - 1772366400 % 300, "handled", 5, now - 60 * SEC);
-}
-
-/* ---- looking ------------------------------------------------------------ */
-
-static void
-dump_value(struct buf *b, const struct inbox_value *v)
-{
-	size_t i;
-
-	switch (v->type) {
-	case INBOX_V_NULL:
-		(void)buf_printf(b, " NULL");
-		break;
-	case INBOX_V_INT:
-		(void)buf_printf(b, " %lld", (long long)v->i);
-		break;
-	default:
-		(void)buf_printf(b, " %c:", v->type == INBOX_V_TEXT ? 't' : 'b');
-		for (i = 0; i < v->len; i++)
-			(void)buf_printf(b, "%02x",
-			    ((const unsigned char *)v->p)[i]);
-	}
-}
-
-struct dumper {
-	struct buf		*b;
-	enum inbox_table	 t;
-	int			 skip;	/* a column left out, or -1 */
-};
-
-static int
-dump_page(const struct inbox_value *rows, size_t n, void *arg)
-{
-	struct dumper *d = arg;
-	const struct inbox_table_info *ti = inbox_table_info(d->t);
-	size_t i;
-	int k;
-
-	for (i = 0; i < n; i++) {
-		(void)buf_printf(d->b, "%s:", ti->name);
-		for (k = 0; k < ti->ncols; k++)
-			if (k != d->skip)
-				dump_value(d->b, &rows[i * (size_t)ti->ncols + k]);
-		(void)buf_printf(d->b, "\n");
-	}
-	return 0;
-}
-
-/* Every row of every table as text (one read; the tables are small).
- * skip_admitted: leave events.admitted out (it says only whether history
- * counted the row yet, which copying may settle either way). */
-static void
-dump(struct inbox *ib, struct buf *b, int skip_admitted)
-{
-	struct dumper d = { b, 0, -1 };
-	size_t n;
-	int full, t, k;
-
-	buf_reset(b);
-	for (t = 0; t < INBOX_NTABLES; t++) {
-		const struct inbox_table_info *ti = inbox_table_info(t);
-		d.t = t;
-		d.skip = -1;
-		for (k = 0; skip_admitted && t == INBOX_EVENTS && k < ti->ncols; k++)
-			if (strcmp(ti->cols[k], "admitted") == 0)
-				d.skip = k;
-		OK(inbox_table_read(ib, t, NULL, 100000, SIZE_MAX, dump_page, &d,
-		    &n, &full, &err));
-	}
-}
-
-static void
-assert_same(struct inbox *a, struct inbox *b, int skip_admitted)
-{
-	struct buf da, db;
-
-	buf_init(&da, SIZE_MAX / 2);
-	buf_init(&db, SIZE_MAX / 2);
-	dump(a, &da, skip_admitted);
-	dump(b, &db, skip_admitted);
-	ck_assert_msg(da.len > 0, "empty dump");
-	ck_assert_msg(da.len == db.len && memcmp(da.data, db.data, da.len) == 0,
-	    "dumps differ:\n--- a\n%s--- b\n%s", da.data, db.data);
-	buf_free(&da);
-	buf_free(&db);
-}
-
-/* One event's state column, or "" when it is not there. */
-static void
-state_of(struct inbox *ib, const char *id, char out[16])
-{
-	struct inbox_filter f = { .webhook_id = id };
-	int64_t n = 0;
-	const char *states[] = { "pending", "done", "stale", "dead" };
-	size_t i;
-
-	out[0] = '\0';
-	for (i = 0; i < NELEM(states); i++) {
-		f.state = states[i];
-		OK(inbox_count(ib, &f, &n, &err));
-		if (n == 1)
-			snprintf(out, 16, "%s", states[i]);
-	}
-}
-
-#define ASSERT_STATE(ib, id, want) do {					\
-	char st_[16];							\
-	state_of(ib, id, st_);						\
-	ck_assert_str_eq(st_, want);					\
-} while (0)
-
-static struct copy_result
-copy_with(struct inbox *from, struct inbox *to, size_t rows, size_t bytes,
-    int dry)
-{
-	struct copy_options o = { dry, rows, bytes };
-	struct copy_result r;
-
-	ck_assert_msg(copy_run(from, to, &o, NULL, &r, &err) == 0, "copy: %s",
-	    ERR);
-	return r;
-}
+#include "tests/copy_fixture.h"
 
 static struct copy_result
 copy_all(void)
@@ -395,6 +121,66 @@ START_TEST(portable_columns_name_what_copy_reads)
 			raw(src_path, sql, &n);
 			ck_assert_msg(n == 1, "%s.%s", ti->name, ti->cols[i]);
 		}
+	}
+}
+END_TEST
+
+/* schema-pg.sql, as linked into the programs (lib/schema.S). */
+extern const char schema_pg_sql[];
+
+/*
+ * The columns of `table` in schema-pg.sql, space-separated into out: each
+ * line of its CREATE TABLE indented by exactly four spaces names one
+ * (constraints and continued lines are not).
+ */
+static void
+pg_columns(const char *table, char *out, size_t outsz)
+{
+	char head[64];
+	const char *p, *end, *nl;
+	size_t n;
+
+	out[0] = '\0';
+	snprintf(head, sizeof head, "CREATE TABLE %s (\n", table);
+	p = strstr(schema_pg_sql, head);
+	ck_assert_msg(p != NULL, "schema-pg.sql: no table %s", table);
+	p += strlen(head);
+	end = strstr(p, "\n);");
+	ck_assert_ptr_nonnull(end);
+	for (; p < end; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (strncmp(p, "    ", 4) != 0 || p[4] == ' ' || p[4] == '-' ||
+		    strncmp(p + 4, "PRIMARY KEY", 11) == 0)
+			continue;
+		n = strcspn(p + 4, " ");
+		snprintf(out + strlen(out), outsz - strlen(out), "%s%.*s",
+		    out[0] ? " " : "", (int)n, p + 4);
+	}
+}
+
+START_TEST(every_postgresql_column_is_copied_too)
+{
+	/* The PostgreSQL inbox (schema-pg.sql) has the same columns, but
+	 * events.seq, its arrival order where SQLite has the rowid (each
+	 * inbox numbers its own arrivals). */
+	for (int t = 0; t < INBOX_NTABLES; t++) {
+		const struct inbox_table_info *ti = inbox_table_info(t);
+		char got[1024], want[1024] = "";
+
+		pg_columns(ti->name, got, sizeof got);
+		for (int i = 0; i < ti->ncols; i++)
+			snprintf(want + strlen(want), sizeof want - strlen(want),
+			    "%s%s", i ? " " : "", ti->cols[i]);
+		if (t == INBOX_EVENTS)
+			snprintf(want + strlen(want), sizeof want - strlen(want),
+			    " seq");
+		ck_assert_str_eq(got, want);
+	}
+	/* And the copy records, as on SQLite. */
+	{
+		char got[256];
+		pg_columns("copied", got, sizeof got);
+		ck_assert_str_eq(got, "tbl key digest");
 	}
 }
 END_TEST
@@ -555,10 +341,10 @@ START_TEST(clocks_and_history_merge_forward)
 	int64_t handled = -1, bucket = 1772366400;
 
 	/* Object 1: the source's clock is later; object 2: the destination's. */
-	store(src, "s1", "2026-03-01T12:00:00Z", "1", "{}", 2);
-	store(src, "s2", "2026-03-01T08:00:00Z", "2", "{}", 2);
-	store(dst, "d1", "2026-03-01T09:00:00Z", "1", "{}", 2);
-	store(dst, "d2", "2026-03-01T13:00:00Z", "2", "{}", 2);
+	store_body(src, "s1", "2026-03-01T12:00:00Z", "1", "{}", 2);
+	store_body(src, "s2", "2026-03-01T08:00:00Z", "2", "{}", 2);
+	store_body(dst, "d1", "2026-03-01T09:00:00Z", "1", "{}", 2);
+	store_body(dst, "d2", "2026-03-01T13:00:00Z", "2", "{}", 2);
 	ck_assert_int_eq(hand_out(src, "s1", util_now_ns(), V_DONE), INBOX_CLAIMED);
 	ck_assert_int_eq(hand_out(src, "s2", util_now_ns(), V_DONE), INBOX_CLAIMED);
 	ck_assert_int_eq(hand_out(dst, "d1", util_now_ns(), V_DONE), INBOX_CLAIMED);
@@ -794,6 +580,7 @@ copy_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, portable_columns_name_what_copy_reads);
+	tcase_add_test(tc, every_postgresql_column_is_copied_too);
 	tcase_add_test(tc, everything_copied_byte_for_byte);
 	tcase_add_test(tc, copying_twice_changes_nothing);
 	tcase_add_test(tc, source_changes_since_the_copy_win);

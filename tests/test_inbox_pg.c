@@ -7,7 +7,10 @@
  * expired lease, and the first one's verdict is then INBOX_LOST),
  * batches with cursors, filters with globs, requeue, forget, retention,
  * status, history, the schema version, synchronous_commit, and an
- * unreachable server.
+ * unreachable server; and copying (lib/copy.c, lib/inbox_pg_copy.c):
+ * SQLite to PostgreSQL and back, every table and column byte for byte,
+ * the digest rule deciding which side wins, small pages and the byte
+ * bound, and rows PostgreSQL cannot hold left out and named.
  *
  * Each test starts from an empty database (every table dropped, the
  * schema applied again by inbox_open).  Times after storing are explicit
@@ -35,6 +38,9 @@
 static const char *uri;
 static struct inbox *ib;
 static struct buf err;
+/* SQLite inboxes of the copy tests (main's mkdtemp). */
+static char dir[] = "/tmp/webhook-test-inbox-pg-XXXXXX";
+static int nsqlite;
 
 #define ERR		(err.data != NULL ? err.data : "")
 #define OK(call) do {							\
@@ -100,7 +106,8 @@ setup(void)
 	buf_init(&err, 4096);
 	sql("SET client_min_messages = warning;"
 	    " DROP VIEW IF EXISTS events_held; DROP TABLE IF EXISTS events,"
-	    " objects, meta, cursors, history, runs, seen, leases CASCADE", NULL,
+	    " objects, meta, cursors, history, runs, seen, leases, copied CASCADE",
+	    NULL,
 	    0);
 	db_setting("RESET ALL");
 	ib = open_lease(0);
@@ -625,6 +632,210 @@ START_TEST(unreachable_fails_then_backs_off)
 }
 END_TEST
 
+/* ---- copying to and from PostgreSQL ------------------------------------ */
+
+#include "tests/copy_fixture.h"
+
+/* A new SQLite inbox in the test directory. */
+static struct inbox *
+open_sqlite(void)
+{
+	struct inbox_options o = { .busy_timeout_ms = 5000,
+	    .synchronous = INBOX_SYNC_NORMAL };
+	struct inbox *p = NULL;
+	char path[512];
+
+	snprintf(path, sizeof path, "%s/inbox-%ld-%d.db", dir, (long)getpid(),
+	    ++nsqlite);
+	OK(inbox_open(path, &o, &p, &err));
+	return p;
+}
+
+START_TEST(copy_to_postgresql_and_back_byte_for_byte)
+{
+	struct inbox *src = open_sqlite(), *back = open_sqlite();
+	struct copy_result r;
+	int t;
+
+	fill(src);
+	r = copy_with(src, ib, 0, 0, 0);
+	/* Every table, every column, each value of the same type and bytes
+	 * (a body with NUL and 0xff bytes, an empty one, a purged one). */
+	assert_same(src, ib, 0);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 8);
+	ck_assert_int_eq(r.t[INBOX_RUNS].written, 1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM copied"), 8 + 1);
+	ASSERT_STATE(ib, "e-dead", "dead");
+	ASSERT_STATE(ib, "e-old", "stale");
+	/* Twice: nothing written. */
+	r = copy_with(src, ib, 0, 0, 0);
+	for (t = 0; t < INBOX_NTABLES; t++) {
+		ck_assert_int_eq(r.t[t].written, 0);
+		ck_assert_int_eq(r.t[t].same, r.t[t].read);
+	}
+	/* And back into a new SQLite inbox: the same again. */
+	(void)copy_with(ib, back, 0, 0, 0);
+	assert_same(src, back, 0);
+	/* The copy on PostgreSQL hands out what the source would. */
+	ck_assert_int_eq(hand_out(ib, "e-pending", util_now_ns(), V_DONE),
+	    INBOX_CLAIMED);
+	inbox_close(src);
+	inbox_close(back);
+}
+END_TEST
+
+START_TEST(copy_pages_of_two_rows_and_one_byte)
+{
+	struct inbox *src = open_sqlite(), *back = open_sqlite();
+	struct copy_result r;
+
+	fill(src);
+	/* 2 rows a page, cut after the first byte: a page a row, either way. */
+	r = copy_with(src, ib, 2, 1, 0);
+	assert_same(src, ib, 0);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 8);
+	r = copy_with(ib, back, 2, 1, 0);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].read, 8);
+	ck_assert_int_eq(r.t[INBOX_HISTORY].written, r.t[INBOX_HISTORY].read);
+	assert_same(src, back, 0);
+	inbox_close(src);
+	inbox_close(back);
+}
+END_TEST
+
+START_TEST(copy_digest_rule_decides_on_postgresql)
+{
+	struct inbox *src = open_sqlite();
+	struct inbox_filter f = { .webhook_id = "e-dead" };
+	struct copy_result r;
+	int64_t n;
+
+	fill(src);
+	(void)copy_with(src, ib, 0, 0, 0);
+	/* At the source after the copy: e-pending done, e-new arrives. */
+	ck_assert_int_eq(hand_out(src, "e-pending", util_now_ns(), V_DONE),
+	    INBOX_CLAIMED);
+	store_json(src, "e-new", "2026-03-01T11:00:00Z", "6");
+	/* At the destination: e-dead requeued, e-bin forgotten, and the
+	 * provider's retry of e-done (done at the source) stored anew. */
+	OK(inbox_requeue(ib, &f, util_now_ns(), &n, &err));
+	ck_assert_int_eq(n, 1);
+	forget(ib, "e-bin");
+	forget(ib, "e-done");
+	store_json(ib, "e-done", "2026-03-01T10:00:01Z", "2");
+	r = copy_with(src, ib, 0, 0, 0);
+	ASSERT_STATE(ib, "e-pending", "done");	/* the source's change */
+	ASSERT_STATE(ib, "e-new", "pending");
+	ASSERT_STATE(ib, "e-dead", "pending");	/* the destination's */
+	ASSERT_STATE(ib, "e-bin", "");		/* stays deleted */
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 2);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].kept, 3);	/* e-dead, e-bin, e-done */
+	/* e-done: copied, deleted, stored again untouched: the record says
+	 * copied then deleted, so the destination's row stays, pending. */
+	ASSERT_STATE(ib, "e-done", "pending");
+	inbox_close(src);
+}
+END_TEST
+
+START_TEST(copy_provider_retry_takes_the_source_state)
+{
+	struct inbox *src = open_sqlite();
+
+	/* Never copied before: the destination's untouched retry (pending,
+	 * no attempts) takes the source's row, done. */
+	store_json(src, "x", "2026-03-01T10:00:00Z", "1");
+	ck_assert_int_eq(hand_out(src, "x", util_now_ns(), V_DONE),
+	    INBOX_CLAIMED);
+	store_json(ib, "x", "2026-03-01T10:00:00Z", "1");
+	(void)copy_with(src, ib, 0, 0, 0);
+	ASSERT_STATE(ib, "x", "done");
+	inbox_close(src);
+}
+END_TEST
+
+START_TEST(copy_leaves_out_and_names_what_postgresql_cannot_hold)
+{
+	struct inbox *src = open_sqlite();
+	struct copy_options o = { 0, 0, 0 };
+	struct copy_result r;
+
+	store_json(src, "good", "2026-03-01T10:00:00Z", "1");
+	store_json(src, "bad\xff\x01id", "2026-03-01T10:00:00Z", "2");
+	store_json(src, "bad-object", "2026-03-01T10:00:00Z", "3\xc3");
+	ck_assert_int_eq(copy_run(src, ib, &o, NULL, &r, &err), -1);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].read, 3);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 1);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].left_out, 2);
+	/* Named, escaped, with the reason; the rest copied. */
+	ck_assert_msg(strstr(ERR, "events bad\\xff\\x01id") != NULL, "%s", ERR);
+	ck_assert_msg(strstr(ERR, "events bad-object") != NULL, "%s", ERR);
+	ck_assert_msg(strstr(ERR, "not valid UTF-8") != NULL, "%s", ERR);
+	ck_assert_msg(strstr(r.left_out, "bad\\xff") != NULL, "%s",
+	    r.left_out);
+	ASSERT_STATE(ib, "good", "pending");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"), 1);
+	/* The dry run says so too, writing nothing. */
+	o.dry = 1;
+	ck_assert_int_eq(copy_run(src, ib, &o, NULL, &r, &err), -1);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].left_out, 2);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].same, 1);
+	inbox_close(src);
+}
+END_TEST
+
+START_TEST(holds_knows_every_column_type)
+{
+	/* inbox_table_holds against the server's catalog: each column takes
+	 * a value of its type only, an integer column's 32-bit bound too. */
+	struct inbox_value row[32];
+	static char all[16384];
+	char q[256], type[64];
+	const char *at;
+	struct buf why;
+	int t, k;
+
+	buf_init(&why, 1024);
+	/* ",table.column=type," for every column, in one query. */
+	sql("SELECT ',' || string_agg(table_name || '.' || column_name || '='"
+	    " || data_type, ',') || ',' FROM information_schema.columns"
+	    " WHERE table_schema = current_schema()", all, sizeof all);
+	for (t = 0; t < INBOX_NTABLES; t++) {
+		const struct inbox_table_info *ti = inbox_table_info(t);
+		for (k = 0; k < ti->ncols; k++) {
+			memset(row, 0, sizeof row);
+			snprintf(q, sizeof q, ",%s.%s=", ti->name, ti->cols[k]);
+			ck_assert_msg((at = strstr(all, q)) != NULL, "%s", q);
+			at += strlen(q);
+			snprintf(type, sizeof type, "%.*s", (int)strcspn(at, ","),
+			    at);
+			if (strcmp(type, "bigint") == 0 ||
+			    strcmp(type, "integer") == 0) {
+				row[k].type = INBOX_V_INT;
+				row[k].i = 1LL << 31;
+				ck_assert_int_eq(inbox_table_holds(ib, t, row, &why),
+				    strcmp(type, "bigint") == 0);
+				row[k].i = 1;
+			} else {
+				ck_assert_msg(strcmp(type, "text") == 0 ||
+				    strcmp(type, "bytea") == 0, "%s.%s: %s",
+				    ti->name, ti->cols[k], type);
+				row[k].type = strcmp(type, "text") == 0 ?
+				    INBOX_V_TEXT : INBOX_V_BLOB;
+				row[k].p = "a";
+				row[k].len = 1;
+			}
+			ck_assert_msg(inbox_table_holds(ib, t, row, &why) == 1,
+			    "%s.%s: %s", ti->name, ti->cols[k], why.data);
+			row[k].type = row[k].type == INBOX_V_INT ? INBOX_V_TEXT :
+			    INBOX_V_INT;
+			ck_assert_int_eq(inbox_table_holds(ib, t, row, &why), 0);
+			ck_assert_ptr_nonnull(strstr(why.data, ti->cols[k]));
+		}
+	}
+	buf_free(&why);
+}
+END_TEST
+
 static Suite *
 inbox_pg_suite(void)
 {
@@ -646,6 +857,12 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, synchronous_commit_raised_to_on);
 	tcase_add_test(tc, unreachable_fails_then_backs_off);
 	tcase_add_test(tc, cancelled_replication_wait_is_no_acknowledgement);
+	tcase_add_test(tc, copy_to_postgresql_and_back_byte_for_byte);
+	tcase_add_test(tc, copy_pages_of_two_rows_and_one_byte);
+	tcase_add_test(tc, copy_digest_rule_decides_on_postgresql);
+	tcase_add_test(tc, copy_provider_retry_takes_the_source_state);
+	tcase_add_test(tc, copy_leaves_out_and_names_what_postgresql_cannot_hold);
+	tcase_add_test(tc, holds_knows_every_column_type);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -661,5 +878,5 @@ main(void)
 		    "build/tests/test_inbox_pg");
 		return 1;
 	}
-	return check_main(inbox_pg_suite());
+	return check_main_in_tmpdir(inbox_pg_suite, dir);
 }
