@@ -56,7 +56,7 @@ class PgBase(unittest.TestCase):
             f.write(HANDLER_LOG)
         self.keys = {"database": self.db, "secret": SECRET_A,
                      "busy_timeout": "1s", "handler": "sh " + self.handler,
-                     "settle": "0s", "handler_timeout": "1s",
+                     "settle": "0s", "handler_timeout": "20s",
                      "api_timeout": "1s", "retry_base": "30s"}
         write_conf(self.sb.conf, **self.keys)
         self.srv = None

@@ -634,7 +634,7 @@ class TestDirect(unittest.TestCase):
     def test_sigterm_when_busy_finishes_the_request(self):
         body = event_body("msg_busy")
         s = self.p.open(signed_params(SECRET_A, "msg_busy", body), [body[:10]])
-        time.sleep(0.3)
+        self.p.wait_read(s)      # it holds the request
         self.p.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         self.assertIsNone(self.p.proc.poll())   # still finishing

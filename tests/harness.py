@@ -7,6 +7,7 @@ Everything started here listens on 127.0.0.1 and is stopped by the test
 that started it.
 """
 import base64
+import fcntl
 import glob
 import hashlib
 import hmac
@@ -20,6 +21,7 @@ import sqlite3
 import struct
 import subprocess
 import tempfile
+import termios
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -320,6 +322,23 @@ class FcgiProcess:
     def send_stdin(s, data):
         for i in range(0, len(data), 65535):
             s.sendall(_record(FCGI_STDIN, data[i:i + 65535]))
+
+    @staticmethod
+    def wait_read(s, timeout=60):
+        """Wait until the responder has read every byte sent on s (Linux's
+        SIOCOUTQ on a Unix socket: bytes the peer has not consumed), i.e.
+        it holds the request: a fixed sleep cannot know that on a busy
+        machine."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ,
+                                                  b"\0\0\0\0"))[0]
+            if left == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError("responder never read the request "
+                                     "(%d bytes unread)" % left)
+            time.sleep(0.02)
 
     @staticmethod
     def finish(s, timeout=10, end_stdin=True):
