@@ -92,7 +92,7 @@ call_free(struct call *x)
 
 START_TEST(nothing_to_fetch)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
@@ -123,7 +123,7 @@ END_TEST
 
 START_TEST(wanted_without_api_fails_and_says_so_once)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
@@ -150,7 +150,7 @@ END_TEST
 
 START_TEST(api_down_fails_without_alarm)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
