@@ -17,12 +17,11 @@ handlers run without guessing at times.
 import json
 import os
 import signal
-import subprocess
 import time
 import unittest
 
-from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
-                     run_drain, write_conf)
+from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox, event_body,
+                     reaped, record_lines, run_drain, start_drain, write_conf)
 from provider_sim import World, ApiServer
 
 HANDLER = r"""#!/bin/sh
@@ -73,10 +72,7 @@ class JobsBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, msg_id, obj_id=1, at=0, body=None):
         body = body or event_body(msg_id, obj_id=obj_id, created_at=created(at))
@@ -116,23 +112,13 @@ class JobsBase(unittest.TestCase):
         return p
 
     def start_drain(self, *args):
-        env = dict(os.environ, **self.sb.env())
-        return subprocess.Popen([DRAIN, "-c", self.sb.conf] + list(args),
-                                env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return reaped(start_drain(self.sb, *args))
 
     def handed(self):
         """Hand-outs so far, in the order they were recorded."""
-        if not os.path.exists(self.record):
-            return []
-        out = []
-        with open(self.record) as f:
-            for line in f:
-                c = line.rstrip("\n").split("\t")
-                out.append({"start": int(c[0]), "end": int(c[1]), "id": c[2],
-                            "object": c[3], "created_at": c[4],
-                            "attempt": int(c[5]), "stale": c[6]})
-        return out
+        return [{"start": int(c[0]), "end": int(c[1]), "id": c[2],
+                 "object": c[3], "created_at": c[4], "attempt": int(c[5]),
+                 "stale": c[6]} for c in record_lines(self.record)]
 
     def state(self, msg_id):
         rows = self.sb.rows("SELECT * FROM events WHERE webhook_id = ?", (msg_id,))
@@ -263,8 +249,7 @@ class TestStale(JobsBase):
         self.hold("z0", "y2")
         self.deliver("z0", obj_id=1, at=0)
         self.deliver("y2", obj_id=2, at=2)
-        p = self.start_drain("-v", "run", "--jobs", "4")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "4") as p:
             self.wait_for("z0 and y2 to start",
                           lambda: {"z0", "y2"} <= self.started())
             self.deliver("y1", obj_id=2, at=1)
@@ -274,10 +259,6 @@ class TestStale(JobsBase):
             self.assertNotIn("y1", self.started())
             self.go("y2")
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         ids = [h["id"] for h in self.handed()]
         self.assertEqual(sorted(ids), ["w", "y2", "z0"])
@@ -294,8 +275,7 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i, at=i)
         self.hold("m0", "m1")
-        p = self.start_drain("-v", "run", "--jobs", "2", "--max-time", "1")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "2", "--max-time", "1") as p:
             self.wait_for("m0 and m1 to start",
                           lambda: {"m0", "m1"} <= self.started())
             # Released only now: max-time passes while both run.  The run
@@ -305,10 +285,6 @@ class TestStopping(JobsBase):
             self.assertIsNone(p.poll(), "the run ended with handlers running")
             self.go("m0", "m1")
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         self.assertIn("stopping: --max-time 1 s reached", out)
         self.assertEqual(sorted(h["id"] for h in self.handed()), ["m0", "m1"])
@@ -323,8 +299,7 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i, at=i)
         self.hold(*ids)
-        p = self.start_drain("-v", "run", "--jobs", "3")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "3") as p:
             self.wait_for("three handlers to start",
                           lambda: len(self.started()) == 3)
             running = self.started()
@@ -333,10 +308,6 @@ class TestStopping(JobsBase):
             self.assertIsNone(p.poll(), "the run ended with handlers running")
             self.go(*ids)
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         self.assertIn("SIGTERM received", out)
         self.assertEqual(self.started(), running, "claimed after SIGTERM")
@@ -353,17 +324,12 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i % 3, at=i)
         self.hold(*ids)
-        p = self.start_drain("run", "--jobs", "3")
-        try:
+        with self.start_drain("run", "--jobs", "3") as p:
             self.wait_for("three handlers to start",
                           lambda: len(self.started()) == 3)
             running = self.started()
             p.kill()
             p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         # The orphaned handlers end (and let go of the run lock); their
         # events were claimed but never recorded: pending, attempted once.
         self.go(*ids)
@@ -452,8 +418,7 @@ class TestAttend(JobsBase):
         for ev in truncated:
             self.assertEqual(self.srv.deliver(SECRET_A, ev.id, ev.body)[0], 200)
         self.api.set_faults([{"path": "^/public/", "hold": True}])
-        p = self.start_drain("-v", "run", "--jobs", "2")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "2") as p:
             # The slow handler's failure is recorded while the refetches
             # still go on: at least one truncated event is not even claimed
             # yet (each refetch waits api_timeout, 3 x 6 s in all, against
@@ -463,10 +428,6 @@ class TestAttend(JobsBase):
             unclaimed = [ev.id for ev in truncated
                          if self.state(ev.id)["attempts"] == 0]
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 1, out + err)      # failures
         st = self.state("slow_a")
         self.assertEqual((st["state"], st["failures"], st["attempts"]),
