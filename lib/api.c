@@ -1,6 +1,7 @@
 /*
  * api: libcurl GETs against the provider's API.  See api.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,7 +12,9 @@
 #include "api.h"
 
 struct api {
+	CURLM			*multi;		/* holds curl during a request */
 	CURL			*curl;
+	const struct api_waiter	*waiter;	/* NULL: none */
 	struct curl_slist	*headers;
 	char			*base;
 	int64_t			 timeout;
@@ -92,7 +95,8 @@ api_open(const struct config *c, struct api **out, struct buf *err)
 	a->timeout = c->api_timeout_s;
 	buf_init(&a->body, API_BODY_MAX);
 	buf_init(&a->url, 16384);
-	if ((a->curl = curl_easy_init()) == NULL)
+	if ((a->curl = curl_easy_init()) == NULL ||
+	    (a->multi = curl_multi_init()) == NULL)
 		goto oom;
 	if (buf_printf(&auth, "Authorization: Bearer %s", token) == -1 ||
 	    (a->headers = curl_slist_append(NULL, auth.data)) == NULL ||
@@ -144,10 +148,88 @@ api_close(struct api *a)
 	curl_slist_free_all(a->headers);
 	if (a->curl != NULL)
 		curl_easy_cleanup(a->curl);
+	if (a->multi != NULL)
+		curl_multi_cleanup(a->multi);
 	free(a->base);
 	buf_free(&a->body);
 	buf_free(&a->url);
 	free(a);
+}
+
+void
+api_set_waiter(struct api *a, const struct api_waiter *w)
+{
+	a->waiter = w;
+}
+
+/* How long one wait may last, ms: until the waiter's due instant (or
+ * this cap without one; libcurl shortens it for its own timeouts). */
+#define WAIT_CAP_MS	1000
+
+/* One wait on curl's sockets and the waiter's descriptors, then the
+ * waiter served.  CURLM_OK or curl's error. */
+static CURLMcode
+wait_once(struct api *a)
+{
+	struct pollfd p[API_WAIT_FDS_MAX];
+	struct curl_waitfd w[API_WAIT_FDS_MAX];
+	const struct api_waiter *wt = a->waiter;
+	int64_t due = -1, now;
+	size_t n = 0, i;
+	CURLMcode mc;
+	int ms = WAIT_CAP_MS;
+
+	if (wt != NULL) {
+		n = wt->fds(wt->arg, p, API_WAIT_FDS_MAX, &due);
+		if (n > API_WAIT_FDS_MAX)
+			n = API_WAIT_FDS_MAX;
+	}
+	if (due >= 0) {
+		now = util_mono_ns();
+		/* Round up: waking a little late beats spinning early. */
+		ms = due <= now ? 0 : (due - now + 999999) / 1000000 >
+		    WAIT_CAP_MS ? WAIT_CAP_MS : (int)((due - now + 999999) /
+		    1000000);
+	}
+	for (i = 0; i < n; i++) {
+		w[i].fd = p[i].fd;
+		w[i].events = (short)((p[i].events & POLLIN ? CURL_WAIT_POLLIN :
+		    0) | (p[i].events & POLLOUT ? CURL_WAIT_POLLOUT : 0));
+		w[i].revents = 0;
+	}
+	mc = curl_multi_poll(a->multi, w, (unsigned)n, ms, NULL);
+	for (i = 0; i < n; i++)
+		p[i].revents = (short)((w[i].revents & CURL_WAIT_POLLIN ? POLLIN :
+		    0) | (w[i].revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+	if (wt != NULL)
+		wt->serve(wt->arg, p, n);
+	return mc;
+}
+
+/* curl_easy_perform, but through the multi handle and our own waits. */
+static CURLcode
+perform(struct api *a)
+{
+	CURLcode cc = CURLE_FAILED_INIT;
+	CURLMcode mc;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	if ((mc = curl_multi_add_handle(a->multi, a->curl)) != CURLM_OK)
+		goto out;
+	while ((mc = curl_multi_perform(a->multi, &running)) == CURLM_OK &&
+	    running > 0)
+		if ((mc = wait_once(a)) != CURLM_OK)
+			break;
+	while ((msg = curl_multi_info_read(a->multi, &left)) != NULL)
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == a->curl)
+			cc = msg->data.result;
+	curl_multi_remove_handle(a->multi, a->curl);
+out:
+	if (mc != CURLM_OK && a->detail[0] == '\0')
+		snprintf(a->detail, sizeof a->detail, "%s",
+		    curl_multi_strerror(mc));
+	return cc;
 }
 
 int
@@ -183,7 +265,7 @@ api_get(struct api *a, const char *path, cJSON **json, int64_t *retry_after,
 	}
 	curl_easy_setopt(a->curl, CURLOPT_URL, a->url.data);
 	a->detail[0] = '\0';
-	cc = curl_easy_perform(a->curl);
+	cc = perform(a);
 	if (cc != CURLE_OK) {
 		/* curl's own words say which certificate check failed. */
 		(void)buf_printf(err, "GET %s: %s%s%s", path, curl_easy_strerror(cc),

@@ -3,13 +3,18 @@
  * processing side must do", "Webhooks do not replace synchronisation";
  * the shapes the simulator serves are in tests/PROVIDER-API.md).
  *
- * One libcurl easy handle, reused so connections are kept alive.  Every
+ * One libcurl easy handle in a multi handle of its own, reused so
+ * connections are kept alive; driven by our own loop (curl_multi_poll),
+ * so that a caller may serve descriptors of its own while a request
+ * waits on the network (api_set_waiter).  Every
  * request carries "Authorization: Bearer TOKEN"; the token is never
  * logged or printed.
  */
 #ifndef WEBHOOK_API_H
 #define WEBHOOK_API_H
 
+#include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -39,6 +44,32 @@ struct api;
 int	api_open(const struct config *c, struct api **out, struct buf *err)
 	    __attribute__((warn_unused_result));
 void	api_close(struct api *a);	/* accepts NULL; wipes the token */
+
+/* Descriptors a waiter may add to one wait, at most (a drain run's
+ * handlers: HANDLER_POLLFDS × HANDLER_JOBS_MAX). */
+#define API_WAIT_FDS_MAX	192
+
+/*
+ * Other work served while a request waits on the network, in the same
+ * poll (a drain run's running handlers: docs/jobs.md).  Both functions
+ * are called from inside api_get, which is not reentrant: they must not
+ * use this client.  fds fills p (room for max) and returns how many it
+ * filled (fd -1 entries are skipped); *due_ns is the monotonic instant
+ * by which serve must run even if none of them stirs (-1: none).  serve
+ * gets p back with revents set (POLLHUP and POLLERR are reported as
+ * POLLIN, POLLERR also as POLLOUT: libcurl's own mapping) after every
+ * wait, whether or not any of its descriptors stirred.
+ */
+struct api_waiter {
+	size_t	(*fds)(void *arg, struct pollfd *p, size_t max,
+		    int64_t *due_ns);
+	void	(*serve)(void *arg, struct pollfd *p, size_t n);
+	void	 *arg;
+};
+
+/* Serve w (NULL: nothing) during every later request of a; w must
+ * outlive them. */
+void	api_set_waiter(struct api *a, const struct api_waiter *w);
 
 /*
  * GET api_url + "/" + path (path's segments and query already escaped with

@@ -14,6 +14,7 @@
 
 #include <sodium.h>
 
+#include "api.h"
 #include "drain.h"
 #include "refetch.h"
 #include "runlock.h"
@@ -41,6 +42,10 @@ struct run {
 	int			 inflight;	/* busy slots */
 	struct slot		*slots;		/* njobs of them */
 	struct handler_job	*jobs[HANDLER_JOBS_MAX];	/* slot i's */
+	/* Where the next due event is sought from (claim_loop). */
+	struct inbox_cursor	 cur;
+	/* Serves the running handlers while a refetch waits on the API. */
+	struct api_waiter	 waiter;
 	/* An event passed over because its object was in flight: the
 	 * cursor goes back to it when a handler ends. */
 	struct inbox_cursor	 back;
@@ -191,9 +196,9 @@ lost(struct run *run, struct slot *sl)
 {
 	run->res->n.skipped++;
 	say(run->h, "%s: not recorded: its lease expired and another drainer "
-	    "took the event over (it is handed out again there); a handler "
-	    "that runs longer than handler_timeout, or a run that leaves it "
-	    "unattended, lets that happen", sl->idesc);
+	    "took the event over (it is handed out again there); a drainer "
+	    "stalled past its lease (stopped, swapped out) lets that happen",
+	    sl->idesc);
 }
 
 /* Record a failed attempt (retry or death) and report it.  retry_after_s
@@ -429,10 +434,10 @@ in_flight(struct run *run, const struct inbox_event *e)
  * cursor back over what its object's hand-out held: the later events of
  * its object (after its place) and those passed over (run->back). */
 static void
-job_ended(struct run *run, struct inbox_cursor *cur, int i,
-    const struct handler_result *r)
+job_ended(struct run *run, int i, const struct handler_result *r)
 {
 	struct slot *sl = &run->slots[i];
+	struct inbox_cursor *cur = &run->cur;
 
 	if (record_verdict(run, sl, r) == -1)
 		run->res->broken = 1;
@@ -446,6 +451,54 @@ job_ended(struct run *run, struct inbox_cursor *cur, int i,
 	sl->fetched = NULL;
 	sl->busy = 0;
 	run->inflight--;
+}
+
+/*
+ * Look after the running handlers without waiting: read their pipes,
+ * feed their stdin, enforce their timeouts, and record every one that
+ * ended.  Before each claim, so that a run that finds many events in a
+ * row (stale ones marked, skipped claims) leaves none unattended.
+ */
+static void
+attend(struct run *run)
+{
+	struct handler_result r;
+	int i;
+
+	while (run->inflight > 0 && (i = handler_wait_any(run->jobs,
+	    (size_t)run->njobs, 0, &r)) >= 0)
+		job_ended(run, i, &r);
+}
+
+/* The run's api_waiter (api.h): while a refetch waits on the API, its
+ * poll watches the running handlers' pipes and pidfds too, and wakes by
+ * their next timeout or kill. */
+static size_t
+attend_fds(void *arg, struct pollfd *p, size_t max, int64_t *due_ns)
+{
+	struct run *run = arg;
+
+	*due_ns = -1;
+	if ((size_t)run->njobs * HANDLER_POLLFDS > max)
+		return 0;	/* cannot be: API_WAIT_FDS_MAX covers 64 jobs */
+	(void)handler_poll_fds(run->jobs, (size_t)run->njobs, p, due_ns);
+	return (size_t)run->njobs * HANDLER_POLLFDS;
+}
+
+/* ... and after each wait, serves them and records the ones that ended
+ * (another object's verdict, while this event's refetch goes on). */
+static void
+attend_serve(void *arg, struct pollfd *p, size_t n)
+{
+	struct run *run = arg;
+	struct handler_result r;
+	int i;
+
+	if (n == 0)
+		return;
+	while ((i = handler_poll_serve(run->jobs, (size_t)run->njobs, p,
+	    &r)) >= 0)
+		job_ended(run, i, &r);
 }
 
 /* A slot with no event in flight, or -1. */
@@ -490,19 +543,19 @@ static void
 claim_loop(struct run *run, const struct drain_limits *lim, int64_t start)
 {
 	struct handler_result r;
-	struct inbox_cursor cur;
 	struct buf err;
 	enum inbox_status s;
 	enum inbox_claim claim;
 	int i, rc;
 
 	buf_init(&err, 4096);
-	memset(&cur, 0, sizeof cur);
+	memset(&run->cur, 0, sizeof run->cur);
 	for (;;) {
+		attend(run);
 		if (!stopping(run, lim, start) && (i = free_slot(run)) != -1) {
 			struct slot *sl = &run->slots[i];
 
-			s = inbox_next_due(run->ib, &cur, util_now_ns(),
+			s = inbox_next_due(run->ib, &run->cur, util_now_ns(),
 			    run->c->settle_s * NS, run->c->retry_max_s * NS,
 			    &sl->e, &err);
 			if (s == INBOX_OK) {
@@ -554,7 +607,7 @@ claim_loop(struct run *run, const struct drain_limits *lim, int64_t start)
 			break;
 		if ((i = handler_wait_any(run->jobs, (size_t)run->njobs, -1,
 		    &r)) >= 0)
-			job_ended(run, &cur, i, &r);
+			job_ended(run, i, &r);
 	}
 	buf_free(&err);
 }
@@ -619,6 +672,9 @@ drain_run(const struct config *c, const struct drain_limits *lim,
 	run.c = c;
 	run.h = h;
 	run.res = res;
+	/* Refetches serve the running handlers while they wait (drain.h). */
+	run.waiter = (struct api_waiter){ attend_fds, attend_serve, &run };
+	run.rf.waiter = &run.waiter;
 	if (lim == NULL)
 		lim = &no_limits;
 	run.njobs = lim->jobs > 0 ? lim->jobs : (int)c->jobs;

@@ -28,12 +28,16 @@
 
 /*
  * A drainer's lease on the object it hands out, where several drainers
- * share the inbox (PostgreSQL; inbox.h, inbox_options.lease_ns): longer
- * than one hand-out can take — the refetch (two API timeouts), the
- * handler until its kill (handler_timeout and the kill grace twice) —
- * with DRAIN_LEASE_MARGIN_S for the verdict's own transaction and a
- * slow machine.  A drainer killed mid-hand-out delays its object by at
- * most this much.
+ * share the inbox (PostgreSQL; inbox.h, inbox_options.lease_ns), taken at
+ * the claim and never renewed: longer than one hand-out can take — the
+ * event's own refetch (one API timeout), the handler until its kill
+ * (handler_timeout and the kill grace twice) — and than any wait the run
+ * puts between the handler's end and its verdict.  The run looks after
+ * its handlers while another job's refetch waits on the API and before
+ * each claim (docs/jobs.md), so that wait is at most one inbox call: a
+ * second API timeout and DRAIN_LEASE_MARGIN_S cover it, the verdict's
+ * own transaction and a slow machine.  A drainer killed mid-hand-out
+ * delays its object by at most this much.
  */
 #define DRAIN_LEASE_MARGIN_S	10
 #define DRAIN_LEASE_NS(c) \
@@ -128,7 +132,9 @@ enum drain_status {
  * late) and comes back to it once that object's handler ended.  Events
  * without an object key are independent.  A claim the inbox skips (the
  * event moved on, or is held) is left as it is.  At max_time or stop, no
- * more claims; the running handlers are waited for and recorded.
+ * more claims; the running handlers are waited for and recorded.  The
+ * running handlers are looked after (pipes, timeouts, verdicts) before
+ * each claim and while a refetch waits on the API, never left alone.
  * lim may be NULL: no time limit, the config's `jobs`, no stop flag.
  */
 enum drain_status drain_run(const struct config *c,

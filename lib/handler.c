@@ -402,56 +402,115 @@ job_finish(struct handler_job *j, struct handler_result *r, int64_t now)
 	free(j);
 }
 
+/* Step every job with its poll results in pfd (first: before any poll,
+ * when there are none), clearing them; stop at the first that finished:
+ * its result to *r, freed, jobs[i] NULL, i returned.  -1: none did. */
+static int
+serve(struct handler_job **jobs, size_t n, struct pollfd *pfd, int first,
+    struct handler_result *r)
+{
+	int64_t now = util_mono_ns();
+	size_t i, k;
+
+	if (n > HANDLER_JOBS_MAX)
+		n = HANDLER_JOBS_MAX;
+	for (i = 0; i < n; i++) {
+		struct handler_job *j = jobs[i];
+		int done;
+
+		if (j == NULL)
+			continue;
+		done = job_step(j, &pfd[HANDLER_POLLFDS * i], first, now);
+		/* Served: a second call (the caller's loop after one job
+		 * finished) must not act on these events again. */
+		for (k = 0; k < HANDLER_POLLFDS; k++)
+			pfd[HANDLER_POLLFDS * i + k].revents = 0;
+		if (done) {
+			job_finish(j, r, now);
+			jobs[i] = NULL;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+int
+handler_poll_fds(struct handler_job **jobs, size_t n, struct pollfd *pfd,
+    int64_t *due)
+{
+	int64_t now = util_mono_ns(), t;
+	size_t i;
+	int live = 0;
+
+	if (n > HANDLER_JOBS_MAX)
+		n = HANDLER_JOBS_MAX;
+	*due = -1;
+	for (i = 0; i < n; i++) {
+		struct handler_job *j = jobs[i];
+		struct pollfd *p = &pfd[HANDLER_POLLFDS * i];
+
+		if (j == NULL) {	/* -1: poll skips it */
+			p[0] = p[1] = p[2] = (struct pollfd){ -1, 0, 0 };
+			continue;
+		}
+		live++;
+		p[0] = (struct pollfd){ j->out, POLLIN, 0 };
+		p[1] = (struct pollfd){ j->in, POLLOUT, 0 };
+		p[2] = (struct pollfd){ j->reaped ? -1 : j->pidfd, POLLIN, 0 };
+		if ((t = job_due(j, now)) >= 0 && (*due < 0 || t < *due))
+			*due = t;
+	}
+	return live;
+}
+
+int
+handler_poll_serve(struct handler_job **jobs, size_t n, struct pollfd *pfd,
+    struct handler_result *r)
+{
+	return serve(jobs, n, pfd, 0, r);
+}
+
 int
 handler_wait_any(struct handler_job **jobs, size_t n, int64_t wait_ns,
     struct handler_result *r)
 {
-	struct pollfd pfd[3 * HANDLER_JOBS_MAX];
+	struct pollfd pfd[HANDLER_POLLFDS * HANDLER_JOBS_MAX];
 	int64_t deadline = wait_ns < 0 ? -1 : util_mono_ns() + wait_ns;
-	int first = 1;
-	size_t i;
+	int first = 1, polled = 0, i;
+	size_t k;
 
 	if (n > HANDLER_JOBS_MAX)
 		n = HANDLER_JOBS_MAX;
-	for (i = 0; i < 3 * n; i++)	/* -1: poll skips it */
-		pfd[i] = (struct pollfd){ -1, 0, 0 };
+	for (k = 0; k < HANDLER_POLLFDS * n; k++)
+		pfd[k] = (struct pollfd){ -1, 0, 0 };
 	for (;;) {
-		int64_t now = util_mono_ns(), due = deadline, t;
-		int live = 0, ms;
+		int64_t now, due;
+		int ms;
 
-		for (i = 0; i < n; i++) {
-			struct handler_job *j = jobs[i];
-			struct pollfd *p = &pfd[3 * i];
-
-			if (j == NULL)
-				continue;
-			if (job_step(j, p, first, now)) {
-				job_finish(j, r, now);
-				jobs[i] = NULL;
-				return (int)i;
-			}
-			live++;
-			p[0] = (struct pollfd){ j->out, POLLIN, 0 };
-			p[1] = (struct pollfd){ j->in, POLLOUT, 0 };
-			p[2] = (struct pollfd){ j->reaped ? -1 : j->pidfd,
-			    POLLIN, 0 };
-			if ((t = job_due(j, now)) >= 0 && (due < 0 || t < due))
-				due = t;
-		}
-		if (live == 0 || (deadline >= 0 && now >= deadline))
-			return -1;
+		if ((i = serve(jobs, n, pfd, first, r)) >= 0)
+			return i;
 		first = 0;
+		if (handler_poll_fds(jobs, n, pfd, &due) == 0)
+			return -1;
+		now = util_mono_ns();
+		/* Polled once at least: a wait of 0 still reads what the
+		 * pipes hold and reaps what ended. */
+		if (polled && deadline >= 0 && now >= deadline)
+			return -1;
+		if (deadline >= 0 && (due < 0 || deadline < due))
+			due = deadline;
 		/* Round up: waking a little late beats spinning early. */
 		ms = due < 0 ? -1 : due <= now ? 0 :
 		    (int)((due - now + 999999) / 1000000 > 60000 ? 60000 :
 		    (due - now + 999999) / 1000000);
-		if (poll(pfd, (nfds_t)(3 * n), ms) == -1) {
+		polled = 1;
+		if (poll(pfd, (nfds_t)(HANDLER_POLLFDS * n), ms) == -1) {
 			if (errno == EINTR)
 				return -1;
 			/* Cannot happen with valid arguments; do not spin. */
 			usleep(1000);
-			for (i = 0; i < 3 * n; i++)
-				pfd[i].revents = 0;
+			for (k = 0; k < HANDLER_POLLFDS * n; k++)
+				pfd[k].revents = 0;
 		}
 	}
 }

@@ -12,6 +12,7 @@
 #ifndef WEBHOOK_HANDLER_H
 #define WEBHOOK_HANDLER_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,7 +87,9 @@ struct handler_job *handler_start(const char *command, const void *input,
 
 /*
  * Serve jobs[0..n) (n ≤ HANDLER_JOBS_MAX; NULL entries are skipped) for at most wait_ns
- * (negative: until one finishes) and stop at the first that finished:
+ * (negative: until one finishes; 0: what is there now — the pipes are
+ * read, the ended reaped, the timeouts enforced — without waiting) and
+ * stop at the first that finished:
  * its result goes to *r, the job is freed, jobs[i] set to NULL, and i is
  * returned.  -1 when none finished within wait_ns, when there is no job,
  * or when a signal interrupted the wait (the caller checks its flags and
@@ -94,6 +97,28 @@ struct handler_job *handler_start(const char *command, const void *input,
  */
 int	handler_wait_any(struct handler_job **jobs, size_t n, int64_t wait_ns,
 	    struct handler_result *r);
+
+/*
+ * The same service for a caller that must wait on descriptors of its own
+ * as well (a drain run's refetch: the API's sockets) and so owns the
+ * poll.  pfd has room for HANDLER_POLLFDS × n entries; job i's are at
+ * HANDLER_POLLFDS × i (fd -1 where there is nothing to watch, which poll
+ * skips).
+ *
+ * handler_poll_fds fills them, sets *due to the monotonic instant (ns)
+ * by which handler_poll_serve must run even if no descriptor stirs (a
+ * timeout, a kill, the output's grace; -1: none) and returns how many
+ * jobs are live.  After the poll, handler_poll_serve does what
+ * handler_wait_any does with its events (and the timeouts due), without
+ * waiting: the first job that finished goes to *r, is freed, jobs[i] set
+ * NULL, and i is returned; -1 when none did.  Call it again until -1:
+ * the events it served are cleared, so no job is served twice for one.
+ */
+#define HANDLER_POLLFDS	3
+int	handler_poll_fds(struct handler_job **jobs, size_t n,
+	    struct pollfd *pfd, int64_t *due);
+int	handler_poll_serve(struct handler_job **jobs, size_t n,
+	    struct pollfd *pfd, struct handler_result *r);
 
 /* The process id of a running job's shell (its group's id too). */
 long	handler_job_pid(const struct handler_job *j);

@@ -68,6 +68,7 @@ fetch(struct refetch *r, const struct config *c, const struct inbox_event *e,
 			(void)buf_printf(why, "refetch: the API client is not configured");
 			goto out;
 		}
+		api_set_waiter(r->api, r->waiter);
 	}
 	if (r->pause_until > util_mono_ns()) {
 		*retry_after_s = (r->pause_until - util_mono_ns()) / NS + 1;

@@ -18,7 +18,8 @@
 #include "inbox.h"
 #include "util.h"
 
-struct api;	/* lib/api.h */
+struct api;		/* lib/api.h */
+struct api_waiter;	/* lib/api.h */
 
 /* What one drain run keeps between refetches: one API client (connections
  * kept alive), opened on the first need, and the API's request to wait. */
@@ -26,6 +27,10 @@ struct refetch {
 	struct api	*api;		/* NULL until needed; owned */
 	int		 open_failed;	/* api_open failed: said once a run */
 	int64_t		 pause_until;	/* monotonic ns: Retry-After's end */
+	/* NULL, or what the client serves while a request waits (a drain
+	 * run's handlers: api_set_waiter); the caller's, set before the
+	 * first refetch. */
+	const struct api_waiter *waiter;
 };
 
 /* The outcome of preparing what the handler gets for an event. */

@@ -101,7 +101,7 @@ record_one(const struct config *c, struct inbox *ib, struct inbox_event *e,
     struct handler_result *r, struct trial_info *info, struct buf *err)
 {
 	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
-	struct refetch rf = { NULL, 0, 0 };
+	struct refetch rf = { NULL, 0, 0, NULL };
 	struct buf why, alarm;
 	enum inbox_claim claim;
 	enum refetch_result got;

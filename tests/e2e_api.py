@@ -10,7 +10,8 @@ import subprocess
 import time
 import unittest
 
-from harness import SECRET_A, DRAIN, Sandbox, Lighttpd, run_drain, write_conf
+from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, end_sandbox,
+                     record_lines, run_drain, write_conf)
 from provider_sim import MS, World, ApiServer, parse_instant
 
 TOKEN = "tok_" + "s3cr3t" * 6
@@ -43,11 +44,7 @@ class ApiBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        self.api.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv, self.api)
 
     def conf(self, **changes):
         keys = dict(self.keys)
@@ -69,16 +66,10 @@ class ApiBase(unittest.TestCase):
         return p
 
     def handed(self):
-        if not os.path.exists(self.record):
-            return []
-        out = []
-        with open(self.record) as f:
-            for line in f:
-                c = line.rstrip("\n").split("\t")
-                out.append({"id": c[0], "refetched": c[1], "gone": c[2],
-                            "truncated": c[3], "type": c[4],
-                            "body": base64.b64decode(c[5])})
-        return out
+        return [{"id": c[0], "refetched": c[1], "gone": c[2],
+                 "truncated": c[3], "type": c[4],
+                 "body": base64.b64decode(c[5])}
+                for c in record_lines(self.record)]
 
     def row(self, mid):
         r = self.sb.rows("SELECT * FROM events WHERE webhook_id = ?", (mid,))

@@ -16,8 +16,8 @@ import threading
 import time
 import unittest
 
-from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
-                     write_conf)
+from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, end_sandbox,
+                     event_body, write_conf)
 import pgserver
 
 # One line per hand-out: its id.
@@ -105,10 +105,7 @@ class CopyBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, msg_id, **kw):
         status = self.srv.deliver(SECRET_A, msg_id, event_body(msg_id, **kw))[0]

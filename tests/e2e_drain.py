@@ -13,7 +13,8 @@ import unittest
 
 import harness
 from harness import (SECRET_A, DRAIN, FCGI, ROOT, FAKETIME, Sandbox, Lighttpd,
-                     event_body, run_drain, signed_params, write_conf)
+                     end_sandbox, event_body, record_lines, run_drain,
+                     signed_params, write_conf)
 
 HANDLER = os.path.join(ROOT, "tests", "record-handler.sh")
 
@@ -35,10 +36,7 @@ class DrainBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, msg_id, **kw):
         body = event_body(msg_id, **kw)
@@ -57,17 +55,10 @@ class DrainBase(unittest.TestCase):
 
     def handed(self):
         """Hand-outs so far: list of dicts from the record."""
-        if not os.path.exists(self.record):
-            return []
-        out = []
-        with open(self.record) as f:
-            for line in f:
-                c = line.rstrip("\n").split("\t")
-                out.append({"id": c[0], "attempt": int(c[1]), "type": c[2],
-                            "object": c[3], "object_id": c[4],
-                            "created_at": c[5], "stale": c[6], "sha": c[7],
-                            "bytes": int(c[8])})
-        return out
+        return [{"id": c[0], "attempt": int(c[1]), "type": c[2],
+                 "object": c[3], "object_id": c[4], "created_at": c[5],
+                 "stale": c[6], "sha": c[7], "bytes": int(c[8])}
+                for c in record_lines(self.record)]
 
     def ids(self):
         return [h["id"] for h in self.handed()]

@@ -114,6 +114,17 @@ class FaultCase(unittest.TestCase):
         except OSError:
             return ""
 
+    def assert_refused_in_time(self, results, ids):
+        """Each of ids was answered 503 + Retry-After before the provider's
+        timeout, and logged so; results[id]: deliver's (status, headers,
+        seconds)."""
+        for mid in ids:
+            status, headers, took = results[mid]
+            self.assertEqual(status, 503, mid)
+            self.assertIn("Retry-After", headers)
+            self.assertLess(took, PROVIDER_TIMEOUT, mid)
+            self.assertIn("refused 503 webhook-id=%s" % mid, self.log())
+
     def run_to_done(self, mid, offset=None):
         """A drainer run succeeds and `mid` is done."""
         r = run_drain(self.sb, "run", offset=offset)
@@ -337,12 +348,7 @@ class TestLockHeld(FaultCase):
             t.join()
         lock.execute("ROLLBACK")
         lock.close()
-        for mid in ids:
-            status, headers, took = results[mid]
-            self.assertEqual(status, 503, mid)
-            self.assertIn("Retry-After", headers)
-            self.assertLess(took, PROVIDER_TIMEOUT, mid)
-            self.assertIn("refused 503 webhook-id=%s" % mid, self.log())
+        self.assert_refused_in_time(results, ids)
         # The provider retries: stored now.
         for mid in ids:
             self.assertEqual(self.deliver(mid)[0], 200)
@@ -383,12 +389,7 @@ class TestLockHeldAtOpen(FaultCase):
             t.join()
         lock.execute("ROLLBACK")
         lock.close()
-        for mid in ids:
-            status, headers, took = results[mid]
-            self.assertEqual(status, 503, mid)
-            self.assertIn("Retry-After", headers)
-            self.assertLess(took, PROVIDER_TIMEOUT, mid)
-            self.assertIn("refused 503 webhook-id=%s" % mid, self.log())
+        self.assert_refused_in_time(results, ids)
         self.assertIn("inbox: ", self.log())
         # The provider retries: stored now, by the same process.
         for mid in ids:

@@ -17,12 +17,12 @@ handlers run without guessing at times.
 import json
 import os
 import signal
-import subprocess
 import time
 import unittest
 
-from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
-                     run_drain, write_conf)
+from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox, event_body,
+                     reaped, record_lines, run_drain, start_drain, write_conf)
+from provider_sim import World, ApiServer
 
 HANDLER = r"""#!/bin/sh
 # Test handler for e2e_jobs: see the module's docstring.
@@ -72,10 +72,7 @@ class JobsBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, msg_id, obj_id=1, at=0, body=None):
         body = body or event_body(msg_id, obj_id=obj_id, created_at=created(at))
@@ -115,23 +112,13 @@ class JobsBase(unittest.TestCase):
         return p
 
     def start_drain(self, *args):
-        env = dict(os.environ, **self.sb.env())
-        return subprocess.Popen([DRAIN, "-c", self.sb.conf] + list(args),
-                                env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return reaped(start_drain(self.sb, *args))
 
     def handed(self):
         """Hand-outs so far, in the order they were recorded."""
-        if not os.path.exists(self.record):
-            return []
-        out = []
-        with open(self.record) as f:
-            for line in f:
-                c = line.rstrip("\n").split("\t")
-                out.append({"start": int(c[0]), "end": int(c[1]), "id": c[2],
-                            "object": c[3], "created_at": c[4],
-                            "attempt": int(c[5]), "stale": c[6]})
-        return out
+        return [{"start": int(c[0]), "end": int(c[1]), "id": c[2],
+                 "object": c[3], "created_at": c[4], "attempt": int(c[5]),
+                 "stale": c[6]} for c in record_lines(self.record)]
 
     def state(self, msg_id):
         rows = self.sb.rows("SELECT * FROM events WHERE webhook_id = ?", (msg_id,))
@@ -262,8 +249,7 @@ class TestStale(JobsBase):
         self.hold("z0", "y2")
         self.deliver("z0", obj_id=1, at=0)
         self.deliver("y2", obj_id=2, at=2)
-        p = self.start_drain("-v", "run", "--jobs", "4")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "4") as p:
             self.wait_for("z0 and y2 to start",
                           lambda: {"z0", "y2"} <= self.started())
             self.deliver("y1", obj_id=2, at=1)
@@ -273,10 +259,6 @@ class TestStale(JobsBase):
             self.assertNotIn("y1", self.started())
             self.go("y2")
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         ids = [h["id"] for h in self.handed()]
         self.assertEqual(sorted(ids), ["w", "y2", "z0"])
@@ -293,8 +275,7 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i, at=i)
         self.hold("m0", "m1")
-        p = self.start_drain("-v", "run", "--jobs", "2", "--max-time", "1")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "2", "--max-time", "1") as p:
             self.wait_for("m0 and m1 to start",
                           lambda: {"m0", "m1"} <= self.started())
             # Released only now: max-time passes while both run.  The run
@@ -304,10 +285,6 @@ class TestStopping(JobsBase):
             self.assertIsNone(p.poll(), "the run ended with handlers running")
             self.go("m0", "m1")
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         self.assertIn("stopping: --max-time 1 s reached", out)
         self.assertEqual(sorted(h["id"] for h in self.handed()), ["m0", "m1"])
@@ -322,8 +299,7 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i, at=i)
         self.hold(*ids)
-        p = self.start_drain("-v", "run", "--jobs", "3")
-        try:
+        with self.start_drain("-v", "run", "--jobs", "3") as p:
             self.wait_for("three handlers to start",
                           lambda: len(self.started()) == 3)
             running = self.started()
@@ -332,10 +308,6 @@ class TestStopping(JobsBase):
             self.assertIsNone(p.poll(), "the run ended with handlers running")
             self.go(*ids)
             out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 0, out + err)
         self.assertIn("SIGTERM received", out)
         self.assertEqual(self.started(), running, "claimed after SIGTERM")
@@ -352,17 +324,12 @@ class TestStopping(JobsBase):
         for i, msg in enumerate(ids):
             self.deliver(msg, obj_id=i % 3, at=i)
         self.hold(*ids)
-        p = self.start_drain("run", "--jobs", "3")
-        try:
+        with self.start_drain("run", "--jobs", "3") as p:
             self.wait_for("three handlers to start",
                           lambda: len(self.started()) == 3)
             running = self.started()
             p.kill()
             p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         # The orphaned handlers end (and let go of the run lock); their
         # events were claimed but never recorded: pending, attempted once.
         self.go(*ids)
@@ -386,6 +353,105 @@ class TestStopping(JobsBase):
         again = [h for h in handed[3:] if h["id"] in running]
         self.assertEqual(sorted(h["attempt"] for h in again), [2, 2, 2])
         self.assert_objects_one_at_a_time(handed[3:])
+
+
+# For TestAttend: the slow event's handler never ends by itself; killed
+# (SIGTERM to its group), it records its own start and the moment the
+# signal reached it.
+SLOW_HANDLER = r"""#!/bin/sh
+d=%(dir)s
+s=$(date +%%s%%N)
+trap 'printf "%%s\t%%s\n" "$s" "$(date +%%s%%N)" > "$d/killed/$WEBHOOK_ID"; exit 143' TERM
+: > "$d/started/$WEBHOOK_ID"
+cat > /dev/null
+i=0
+while [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done
+exit 0
+"""
+
+
+class TestAttend(JobsBase):
+    """While one job refetches from an API that hangs, the run still looks
+    after the handlers running in the others."""
+    TOKEN = "tok_" + "attend" * 6
+    HANDLER_TIMEOUT = 2
+    API_TIMEOUT = 6
+
+    def setUp(self):
+        super().setUp()
+        os.mkdir(os.path.join(self.sb.dir, "killed"))
+        with open(self.handler, "w") as f:
+            f.write(SLOW_HANDLER % {"dir": self.sb.dir})
+        self.world = World(seed=20)
+        self.api = ApiServer(self.world, self.TOKEN).start()
+        token_file = os.path.join(self.sb.dir, "api-token")
+        with open(token_file, "w") as f:
+            f.write(self.TOKEN + "\n")
+        # exec: the script is the shell the run spawns, so the group's
+        # SIGTERM finds its trap, and no outer shell's end gets the group
+        # SIGKILLed (strays) while the trap writes.
+        self.keys.update({"handler": "exec " + self.handler,
+                          "handler_timeout": "%ds" % self.HANDLER_TIMEOUT,
+                          "api_url": self.api.url, "api_token_file": token_file,
+                          "api_timeout": "%ds" % self.API_TIMEOUT})
+        write_conf(self.sb.conf, **self.keys)
+
+    def tearDown(self):
+        self.api.stop()         # lets the held requests go
+        super().tearDown()
+
+    def truncated_event(self):
+        ev = self.world.change(action="create", key=("client", None),
+                               truncated=False)[0]
+        ev = self.world.change(key=ev.key, action="update", truncated=True,
+                               pair=False)[0]
+        self.assertIn(b'"object_truncated":true', ev.body)
+        return ev
+
+    def test_handler_timeout_enforced_while_another_job_refetches(self):
+        # The slow event sorts first (an event time two days back; the
+        # simulator's are now): it runs in one slot while the other refetches
+        # the truncated ones, one after the other, from an API that holds
+        # every request past api_timeout.
+        self.deliver("slow_a", obj_id=1, at=0)
+        truncated = [self.truncated_event() for _ in range(3)]
+        for ev in truncated:
+            self.assertEqual(self.srv.deliver(SECRET_A, ev.id, ev.body)[0], 200)
+        self.api.set_faults([{"path": "^/public/", "hold": True}])
+        with self.start_drain("-v", "run", "--jobs", "2") as p:
+            # The slow handler's failure is recorded while the refetches
+            # still go on: at least one truncated event is not even claimed
+            # yet (each refetch waits api_timeout, 3 x 6 s in all, against
+            # a 2 s handler_timeout).
+            self.wait_for("the slow handler's failure to be recorded",
+                          lambda: self.state("slow_a")["failures"] == 1)
+            unclaimed = [ev.id for ev in truncated
+                         if self.state(ev.id)["attempts"] == 0]
+            out, err = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 1, out + err)      # failures
+        st = self.state("slow_a")
+        self.assertEqual((st["state"], st["failures"], st["attempts"]),
+                         ("pending", 1, 1))
+        self.assertIn("timed out after %d s" % self.HANDLER_TIMEOUT,
+                      st["last_error"])
+        self.assertNotEqual(unclaimed, [], "the slow handler's failure was "
+                            "recorded only after every refetch")
+        # Killed by its timeout, from the handler's own clock: well before
+        # even the first refetch could have given up.
+        with open(os.path.join(self.sb.dir, "killed", "slow_a")) as f:
+            start, killed = (int(x) for x in f.read().split())
+        # (Its clock starts after the shell's start-up, the run's before.)
+        self.assertGreaterEqual(killed - start, (self.HANDLER_TIMEOUT - 1) * 10**9)
+        self.assertLess(killed - start,
+                        (self.HANDLER_TIMEOUT + self.API_TIMEOUT) * 10**9,
+                        "the handler was killed late: %.1f s after it started"
+                        % ((killed - start) / 1e9))
+        # Every truncated event was tried (the API timed out: failed).
+        self.assertGreaterEqual(self.api.held, 3)
+        for ev in truncated:
+            st = self.state(ev.id)
+            self.assertEqual((st["state"], st["failures"]), ("pending", 1), ev.id)
+            self.assertIn("refetch", st["last_error"])
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
-                     run_drain, sign, write_conf)
+from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, end_sandbox,
+                     event_body, run_drain, sign, write_conf)
 
 PHP_ERROR = ("PHP Parse error:  syntax error, unexpected token \"}\" in "
              "/home/shop/webhook.php on line 52")
@@ -38,10 +38,7 @@ class OperatorBase(unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2)
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, msg_id, obj_id=1):
         status = self.srv.deliver(SECRET_A, msg_id, event_body(msg_id, obj_id=obj_id))[0]

@@ -23,8 +23,8 @@ import time
 import unittest
 
 import pgserver
-from harness import (SECRET_A, DRAIN, Sandbox, Lighttpd, event_body,
-                     write_conf)
+from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox,
+                     event_body, start_drain, write_conf)
 
 # $PPID: the drainer (/bin/sh -c "sh handler.sh": dash execs the last
 # command of -c).
@@ -63,11 +63,7 @@ class PgBase(unittest.TestCase):
         self.n = 0
 
     def tearDown(self):
-        if self.srv is not None:
-            self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def serve(self):
         self.srv = Lighttpd(self.sb, procs=2)
@@ -83,10 +79,7 @@ class PgBase(unittest.TestCase):
         return status, headers
 
     def drain_proc(self, *args):
-        env = dict(os.environ, RECORD=self.record, **self.sb.env())
-        return subprocess.Popen([DRAIN, "-c", self.sb.conf] + list(args),
-                                env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return start_drain(self.sb, *args, record=self.record)
 
     def drain(self, *args, timeout=300):
         p = self.drain_proc(*args)

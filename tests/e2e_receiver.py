@@ -14,8 +14,8 @@ import unittest
 import harness
 
 from harness import (SECRET_A, SECRET_B, FCGI, Sandbox, Lighttpd, FcgiProcess,
-                     event_body, fingerprint, sign, signed_params, write_conf,
-                     SANITIZED)
+                     end_sandbox, event_body, fingerprint, sign, signed_params,
+                     write_conf, SANITIZED)
 
 
 class ReceiverBase(unittest.TestCase):
@@ -32,10 +32,7 @@ class ReceiverBase(unittest.TestCase):
         self.n = 0
 
     def tearDown(self):
-        self.srv.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.srv)
 
     def new_id(self, prefix="msg_"):
         self.n += 1
@@ -355,6 +352,18 @@ class TestMisconfigured(ReceiverBase):
         time.sleep(0.2)
         self.assertIn("inside the document root", self.srv.log())
 
+    def deliver_meets_the_lock(self):
+        """A delivery while another session holds the lock it needs: 503
+        with Retry-After 30, after waiting busy_timeout (1 s).  Its id."""
+        mid = self.new_id()
+        t0 = time.monotonic()
+        status, headers, _ = self.srv.deliver(SECRET_A, mid, event_body(mid))
+        waited = time.monotonic() - t0
+        self.assertEqual(status, 503)
+        self.assertEqual(headers.get("Retry-After"), "30")
+        self.assertGreater(waited, 0.9)    # it did wait busy_timeout (1 s)
+        return mid
+
     @unittest.skipUnless(harness.PG, "PostgreSQL's version of the next")
     def test_table_lock_held_past_busy_timeout_then_released(self):
         # Another session holds a lock every insert waits for: the store
@@ -373,13 +382,7 @@ class TestMisconfigured(ReceiverBase):
                                    " AND mode = 'ShareLock' AND granted"):
                 self.assertLess(time.time(), deadline, "lock never taken")
                 time.sleep(0.05)
-            mid = self.new_id()
-            t0 = time.monotonic()
-            status, headers, _ = self.srv.deliver(SECRET_A, mid, event_body(mid))
-            waited = time.monotonic() - t0
-            self.assertEqual(status, 503)
-            self.assertEqual(headers.get("Retry-After"), "30")
-            self.assertGreater(waited, 0.9)    # it did wait busy_timeout (1 s)
+            mid = self.deliver_meets_the_lock()
         finally:
             # Its backend sleeps on, lock held, until told to stop.
             self.sb.rows("SELECT pg_terminate_backend(pid) FROM pg_locks"
@@ -403,13 +406,7 @@ class TestMisconfigured(ReceiverBase):
         con = sqlite3.connect(self.sb.db, isolation_level=None)
         con.execute("BEGIN IMMEDIATE")
         try:
-            mid = self.new_id()
-            t0 = time.monotonic()
-            status, headers, _ = self.srv.deliver(SECRET_A, mid, event_body(mid))
-            waited = time.monotonic() - t0
-            self.assertEqual(status, 503)
-            self.assertEqual(headers.get("Retry-After"), "30")
-            self.assertGreater(waited, 0.9)    # it did wait busy_timeout (1 s)
+            mid = self.deliver_meets_the_lock()
         finally:
             con.execute("ROLLBACK")
             con.close()
@@ -492,10 +489,7 @@ class TestDirect(unittest.TestCase):
         self.p = FcgiProcess(self.sb, env={"WEBHOOK_CONF": self.sb.conf})
 
     def tearDown(self):
-        self.p.stop()
-        reports = self.sb.sanitizer_reports()
-        self.sb.cleanup()
-        self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
+        end_sandbox(self, self.sb, self.p)
 
     def test_repeated_signature_params_like_nginx_1_22(self):
         body = event_body("msg_rep")

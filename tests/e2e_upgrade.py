@@ -20,8 +20,8 @@ import threading
 import time
 import unittest
 
-from harness import (FCGI, ROOT, SECRET_A, Lighttpd, Sandbox, event_body, sign,
-                     write_conf)
+from harness import (FCGI, ROOT, SECRET_A, Lighttpd, Sandbox, end_sandbox,
+                     event_body, sign, write_conf)
 
 NEXT = os.path.join(os.path.dirname(FCGI), "tests", "webhook.fcgi.next")
 
@@ -114,9 +114,7 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
         self.srv = Lighttpd(self.sb, procs=2, fcgi=self.exe)
 
     def tearDown(self):
-        self.srv.stop()
-        self.assertEqual(self.sb.sanitizer_reports(), [])
-        self.sb.cleanup()
+        end_sandbox(self, self.sb, self.srv)
 
     def deliver(self, mid):
         return self.srv.deliver(SECRET_A, mid, event_body(mid))[0]

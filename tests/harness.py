@@ -7,6 +7,7 @@ Everything started here listens on 127.0.0.1 and is stopped by the test
 that started it.
 """
 import base64
+import contextlib
 import fcntl
 import glob
 import hashlib
@@ -158,18 +159,67 @@ class Sandbox:
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
-def run_drain(sandbox, *args, record=None, offset=None, timeout=120):
-    """webhook-drain -c CONF ARGS as cron would run it; offset: seconds to
-    move its clock forward with libfaketime (no sleeping in tests);
-    record: the file tests' handlers append to ($RECORD)."""
+def drain_env(sandbox, record=None, offset=None):
+    """The environment webhook-drain runs with in a test: the sandbox's
+    sanitizer settings; offset: seconds to move its clock forward with
+    libfaketime (no sleeping in tests); record: the file tests' handlers
+    append to ($RECORD)."""
     env = dict(os.environ, **sandbox.env())
     if record:
         env["RECORD"] = record
     if offset:
         env.update(LD_PRELOAD=FAKETIME, FAKETIME="+%ds" % offset,
                    FAKETIME_DONT_RESET="1")
-    return subprocess.run([DRAIN, "-c", sandbox.conf] + list(args), env=env,
+    return env
+
+
+def run_drain(sandbox, *args, record=None, offset=None, timeout=120):
+    """webhook-drain -c CONF ARGS as cron would run it (drain_env)."""
+    return subprocess.run([DRAIN, "-c", sandbox.conf] + list(args),
+                          env=drain_env(sandbox, record, offset),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start_drain(sandbox, *args, record=None):
+    """webhook-drain -c CONF ARGS started and left running, its output
+    piped (text) for communicate(); wrap it in `with reaped(...)`."""
+    return subprocess.Popen([DRAIN, "-c", sandbox.conf] + list(args),
+                            env=drain_env(sandbox, record),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@contextlib.contextmanager
+def reaped(p):
+    """with reaped(Popen(...)) as p: a process the block leaves running
+    (an assertion failed mid-way) is killed and waited for on the way out,
+    so no test leaves one of its processes behind."""
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def record_lines(path):
+    """What a test's handler appended to path, one hand-out a line: each
+    line's tab-separated fields, in order; [] while nothing was."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
+def end_sandbox(test, sb, *servers):
+    """A test's tearDown: stop its servers (None: never started), remove
+    the sandbox, and fail on any sanitizer report of what ran in it."""
+    for srv in servers:
+        if srv is not None:
+            srv.stop()
+    reports = sb.sanitizer_reports()
+    sb.cleanup()
+    test.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
 
 
 class Lighttpd:

@@ -673,6 +673,73 @@ START_TEST(wait_any_returns_on_a_signal)
 }
 END_TEST
 
+/* A wait of 0 (the drain run's look before each claim) reads what the
+ * pipe holds: a handler that writes more than a pipe buffer ends while
+ * its caller only ever looks without waiting. */
+START_TEST(wait_any_zero_reads_without_waiting)
+{
+	struct handler_job *jobs[1];
+	struct handler_result r;
+	int i, got = -1;
+
+	jobs[0] = start("head -c 1048576 /dev/zero | tr '\\0' x; echo; "
+	    "echo end", "", 0, 60 * SEC);
+	for (i = 0; i < 6000 && got != 0; i++) {
+		got = handler_wait_any(jobs, 1, 0, &r);
+		if (got != 0)
+			usleep(10 * 1000);	/* the caller's other work */
+	}
+	ck_assert_int_eq(got, 0);
+	ck_assert(handler_ok(&r));
+	ck_assert(r.output_cut);
+	ck_assert_uint_eq(r.output_len, HANDLER_OUTPUT_KEEP);
+	ck_assert(memcmp(r.output + r.output_len - 5, "\nend\n", 5) == 0);
+}
+END_TEST
+
+/* A caller that owns the poll (a refetch waiting on the API's sockets)
+ * serves the jobs through handler_poll_fds and handler_poll_serve: the
+ * pipes are read, and a timeout is enforced by the due instant it is
+ * given, with no event on any descriptor. */
+START_TEST(poll_fds_and_serve_in_the_callers_poll)
+{
+	struct handler_job *jobs[2];
+	struct pollfd pfd[2 * HANDLER_POLLFDS];
+	struct handler_result r[2];
+	int64_t due, now;
+	int i, ended = 0, seen[2] = { 0, 0 };
+
+	jobs[0] = start("sleep 30", "", 0, 1 * SEC);
+	jobs[1] = start("head -c 1048576 /dev/zero | tr '\\0' y; echo; "
+	    "echo end", "", 0, 60 * SEC);
+	while (ended < 2) {
+		struct handler_result one;
+		int ms;
+
+		ck_assert_int_eq(handler_poll_fds(jobs, 2, pfd, &due), 2 - ended);
+		ck_assert(due >= 0);	/* the sleeper's timeout at least */
+		now = util_mono_ns();
+		ms = due <= now ? 0 : (int)((due - now) / 1000000 + 1);
+		ck_assert_int_ge(poll(pfd, 2 * HANDLER_POLLFDS, ms), 0);
+		while ((i = handler_poll_serve(jobs, 2, pfd, &one)) >= 0) {
+			ck_assert(!seen[i]);
+			seen[i] = 1;
+			r[i] = one;
+			ended++;
+		}
+	}
+	ck_assert_ptr_null(jobs[0]);
+	ck_assert_ptr_null(jobs[1]);
+	ck_assert(r[0].timed_out);
+	ck_assert(!handler_ok(&r[0]));
+	ck_assert(handler_ok(&r[1]));
+	ck_assert(r[1].output_cut);
+	ck_assert(memcmp(r[1].output + r[1].output_len - 5, "\nend\n", 5) == 0);
+	ck_assert_int_eq(handler_poll_fds(jobs, 2, pfd, &due), 0);
+	ck_assert(due == -1);
+}
+END_TEST
+
 static Suite *
 handler_suite(void)
 {
@@ -716,6 +783,8 @@ handler_suite(void)
 	tcase_add_test(tc, wait_any_enforces_each_timeout);
 	tcase_add_test(tc, wait_any_feeds_every_stdin);
 	tcase_add_test(tc, wait_any_returns_on_a_signal);
+	tcase_add_test(tc, wait_any_zero_reads_without_waiting);
+	tcase_add_test(tc, poll_fds_and_serve_in_the_callers_poll);
 	suite_add_tcase(s, tc);
 	return s;
 }

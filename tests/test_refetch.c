@@ -2,7 +2,8 @@
  * test_refetch: lib/refetch.c without the provider — when an event needs
  * its object fetched at all, and the failures that must not hand it out:
  * no API client (said once a run, not once an event) and an API that does
- * not answer (a connection refused on 127.0.0.1).  Fetching, the stale
+ * not answer (a connection refused on 127.0.0.1, or one that holds the
+ * request while the caller's waiter is served).  Fetching, the stale
  * check and replacing `data` run against the provider simulator in
  * tests/e2e_api.py.
  */
@@ -11,8 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <sodium.h>
 
+#include "lib/api.h"
 #include "lib/refetch.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
@@ -92,7 +98,7 @@ call_free(struct call *x)
 
 START_TEST(nothing_to_fetch)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
@@ -123,7 +129,7 @@ END_TEST
 
 START_TEST(wanted_without_api_fails_and_says_so_once)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
@@ -150,7 +156,7 @@ END_TEST
 
 START_TEST(api_down_fails_without_alarm)
 {
-	struct refetch r = { NULL, 0, 0 };
+	struct refetch r = { NULL, 0, 0, NULL };
 	struct inbox_event e;
 	struct config c;
 	struct call x;
@@ -170,6 +176,85 @@ START_TEST(api_down_fails_without_alarm)
 }
 END_TEST
 
+/* The run's waiter (api.h) while the API holds the request: a listener
+ * on 127.0.0.1 that never answers (the kernel completes the connection;
+ * no one reads).  Its descriptor is served in the same poll (a byte
+ * waiting in a pipe is seen), its due instant wakes the wait, and the
+ * refetch still fails at api_timeout. */
+struct waited {
+	int	pipe[2];
+	int	serves, readable;
+};
+
+static size_t
+waited_fds(void *arg, struct pollfd *p, size_t max, int64_t *due_ns)
+{
+	struct waited *w = arg;
+
+	ck_assert_uint_ge(max, 2);
+	p[0] = (struct pollfd){ w->pipe[0], POLLIN, 0 };
+	p[1] = (struct pollfd){ -1, POLLIN, 0 };	/* skipped */
+	*due_ns = util_mono_ns() + 100 * 1000000LL;
+	return 2;
+}
+
+static void
+waited_serve(void *arg, struct pollfd *p, size_t n)
+{
+	struct waited *w = arg;
+	char ch;
+
+	ck_assert_uint_eq(n, 2);
+	w->serves++;
+	if (p[0].revents & POLLIN) {
+		ck_assert_int_eq(read(w->pipe[0], &ch, 1), 1);
+		w->readable++;
+	}
+	ck_assert_int_eq(p[1].revents, 0);
+}
+
+START_TEST(waiter_served_while_the_api_holds_the_request)
+{
+	struct waited w = { { -1, -1 }, 0, 0 };
+	struct api_waiter aw = { waited_fds, waited_serve, &w };
+	struct refetch r = { NULL, 0, 0, &aw };
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof sa;
+	struct inbox_event e;
+	struct config c;
+	struct call x;
+	char extra[256];
+	int ls;
+
+	ck_assert_int_ne(ls = socket(AF_INET, SOCK_STREAM, 0), -1);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(listen(ls, 4), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&sa, &salen), 0);
+	snprintf(extra, sizeof extra, "api_url = http://127.0.0.1:%d/v1\n"
+	    "api_timeout = 2s\n", ntohs(sa.sin_port));
+	load(&c, extra);
+	ck_assert_int_eq(pipe(w.pipe), 0);
+	ck_assert_int_eq(write(w.pipe[1], "x", 1), 1);
+	event(&e, 1);
+	call(&r, &c, &e, &x);
+	ck_assert_int_eq(x.res, REFETCH_FAILED);
+	ck_assert_msg(strncmp(x.why.data, "refetch: ", 9) == 0, "%s", x.why.data);
+	ck_assert_int_eq(w.readable, 1);
+	/* The byte's wake, then the due instant's, more than once in 2 s. */
+	ck_assert_int_ge(w.serves, 3);
+	call_free(&x);
+	inbox_event_free(&e);
+	refetch_close(&r);
+	config_free(&c);
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	close(ls);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -179,6 +264,7 @@ suite(void)
 	tcase_add_test(tc, nothing_to_fetch);
 	tcase_add_test(tc, wanted_without_api_fails_and_says_so_once);
 	tcase_add_test(tc, api_down_fails_without_alarm);
+	tcase_add_test(tc, waiter_served_while_the_api_holds_the_request);
 	suite_add_tcase(s, tc);
 	return s;
 }
