@@ -274,9 +274,11 @@ class TestDrainers(PgBase):
         with open(self.handler, "w") as f:
             f.write('cat >/dev/null\n'
                     'if [ "$WEBHOOK_ATTEMPT" = 1 ] && [ "$WEBHOOK_ID" = slow ];'
-                    ' then touch %s; sleep 2; exit 1; fi\n' % marker +
+                    ' then touch %s; sleep 30; exit 1; fi\n' % marker +
                     HANDLER_LOG)
-        write_conf(self.sb.conf, **dict(self.keys, handler_timeout="5s"))
+        # The drainer is killed while this handler runs: the test has its
+        # 8 s to do so on a busy machine; the lease lasts longer.
+        write_conf(self.sb.conf, **dict(self.keys, handler_timeout="8s"))
         self.deliver("slow", obj_id=1, created_at="2026-11-30T10:00:00Z")
         self.deliver("after_slow", obj_id=1, created_at="2026-11-30T10:00:01Z")
         d = self.drain_proc("run")
@@ -320,7 +322,11 @@ class TestDrainers(PgBase):
         self.serve()
         marker = os.path.join(self.sb.dir, "running")
         with open(self.handler, "w") as f:
-            f.write('cat >/dev/null; touch %s; sleep 1\n' % marker)
+            # It ends when the test says so (the file `go`), not after a
+            # time a busy machine could outlast.
+            f.write('cat >/dev/null; touch %s; i=0\n'
+                    'while [ ! -e %s.go ] && [ $i -lt 2400 ]; do'
+                    ' sleep 0.05; i=$((i + 1)); done\n' % (marker, marker))
         self.deliver("taken", obj_id=1)
         d = self.drain_proc("run")
         deadline = time.time() + 60
@@ -330,6 +336,7 @@ class TestDrainers(PgBase):
         # As if this drainer's lease had expired and another drainer took
         # the object (its owner token is no longer ours).
         pgserver.execute(self.db, "UPDATE leases SET owner = 'another'")
+        open(marker + ".go", "w").close()
         out, err = d.communicate(timeout=120)
         self.assertIn("lease expired and another drainer took the event over", err)
         # Not a broken inbox: the run ends normally (it would go on with
