@@ -611,6 +611,83 @@ class TestInboxUnderfoot(FaultCase):
         ids_answered_200_are_stored(self, self.sb.db, stored)
 
 
+class TestNoFalseFinding(FaultCase):
+    """The other side of item 5: checkpoints of ours, by every kind of
+    process at once, are never taken for a stranger's write.  Four FastCGI
+    processes under load (their checkpointer threads take turns), plain-CGI
+    deliveries (their turns truncate the WAL) and the drainer's runs (its
+    own turns) for a while: every answer is a 200, and nothing is logged as
+    found (a look racing a checkpoint that finishes between its stat and
+    its read of the stamp judges nothing: lib/inbox_stamp.c)."""
+    conf_keys = {"handler": "true", "settle": "0s"}
+    LOAD_FOR = 10.0
+
+    def test_checkpoints_under_load_are_ours(self):
+        self.srv = Lighttpd(self.sb, procs=4)
+        stop = threading.Event()
+        answers, mtimes, lock = [], set(), threading.Lock()
+
+        def fastcgi(k):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                mid = "msg_load_%d_%d" % (k, i)
+                st = self.deliver(mid, event_body(mid, blob="l" * 20000))[0]
+                with lock:
+                    answers.append((mid, st))
+
+        def cgi():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                mid = "msg_cgi_%d" % i
+                body = event_body(mid)
+                env = dict(os.environ, **self.sb.env())
+                env.update({k: v for k, v in signed_params(
+                    SECRET_A, mid, body, conf=self.sb.conf)})
+                env.update(GATEWAY_INTERFACE="CGI/1.1",
+                           SERVER_PROTOCOL="HTTP/1.1")
+                p = subprocess.run([FCGI], input=body, capture_output=True,
+                                   env=env, timeout=60)
+                with lock:
+                    answers.append((mid, parse_cgi(p.stdout)[0]))
+
+        def drainer():
+            while not stop.is_set():
+                r = run_drain(self.sb, "run", "--max-time", "3")
+                with lock:
+                    answers.append(("drain", 200 if r.returncode == 0
+                                    else r.returncode))
+
+        threads = [threading.Thread(target=fastcgi, args=(k,))
+                   for k in range(6)]
+        threads += [threading.Thread(target=cgi),
+                    threading.Thread(target=drainer)]
+        for t in threads:
+            t.start()
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < self.LOAD_FOR:     # a while, no goal
+                try:
+                    mtimes.add(os.stat(self.sb.db).st_mtime_ns)
+                except OSError:
+                    pass
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(120)
+        bad = [a for a in answers if a[1] != 200]
+        self.assertEqual(bad, [], self.log())
+        self.assertNotIn("not as the last checkpoint left it", self.log())
+        # Checkpoints did run meanwhile (only they write the file).
+        self.assertGreaterEqual(len(mtimes), 3)
+        self.srv.stop()
+        self.srv = None
+        ids_answered_200_are_stored(
+            self, self.sb.db, [a[0] for a in answers if a[0] != "drain"])
+
+
 class TestSmallDisk(FaultCase):
     """Disk full and read-only on a small tmpfs (already passing): 503 +
     Retry-After with a log line, then stored once the disk is back."""
