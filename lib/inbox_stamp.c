@@ -65,21 +65,21 @@ page_size(const struct inbox *ib)
 }
 
 /*
- * The file as it is now: mtime and size from sb, the hash of page 1's
- * header and of page `pgno` (its size from the header).  0, or -1 when
- * it cannot be read (then nothing is judged).
+ * Read the file as it is now into the probe's buffer (its first half):
+ * mtime and size from sb, page 1's header and page `pgno` (its size from
+ * the header); *len the bytes read.  0, or -1 when it cannot be read
+ * (then nothing is judged).  The second half keeps the bytes of
+ * ib->base, so that the usual look compares bytes and hashes nothing.
  */
 static int
-probe(struct inbox *ib, const struct stat *sb, uint64_t pgno,
-    struct walsync_stamp *out)
+probe_read(struct inbox *ib, const struct stat *sb, uint64_t pgno,
+    struct walsync_stamp *out, size_t *len)
 {
-	static const unsigned char key[crypto_shorthash_KEYBYTES];
-	unsigned char h[crypto_shorthash_BYTES];
 	sqlite3_file *f;
 	uint32_t psz;
 
 	if (ib->probe == NULL &&
-	    (ib->probe = malloc(HEADER + MAX_PAGE)) == NULL)
+	    (ib->probe = calloc(2, HEADER + MAX_PAGE)) == NULL)
 		return -1;
 	if ((f = db_file(ib)) == NULL || read_at(f, ib->probe, HEADER, 0) == -1)
 		return -1;
@@ -91,14 +91,45 @@ probe(struct inbox *ib, const struct stat *sb, uint64_t pgno,
 	if (read_at(f, ib->probe + HEADER, (int)psz,
 	    (sqlite3_int64)(pgno - 1) * psz) == -1)
 		return -1;
-	crypto_shorthash(h, ib->probe, HEADER + psz, key);
 	memset(out, 0, sizeof *out);
 	out->sec = sb->st_mtim.tv_sec;
 	out->nsec = sb->st_mtim.tv_nsec;
 	out->size = (uint64_t)sb->st_size;
 	out->pgno = pgno;
-	memcpy(&out->hash, h, sizeof out->hash);
+	*len = HEADER + psz;
 	return 0;
+}
+
+/* The hash of what probe_read read, into out->hash. */
+static void
+probe_hash(struct inbox *ib, size_t len, struct walsync_stamp *out)
+{
+	static const unsigned char key[crypto_shorthash_KEYBYTES];
+	unsigned char h[crypto_shorthash_BYTES];
+
+	crypto_shorthash(h, ib->probe, len, key);
+	memcpy(&out->hash, h, sizeof out->hash);
+}
+
+/* probe_read, then probe_hash: the file as a stamp describes it. */
+static int
+probe(struct inbox *ib, const struct stat *sb, uint64_t pgno,
+    struct walsync_stamp *out)
+{
+	size_t len;
+
+	if (probe_read(ib, sb, pgno, out, &len) == -1)
+		return -1;
+	probe_hash(ib, len, out);
+	return 0;
+}
+
+/* What probe (or probe_read + probe_hash) just read becomes ib->base. */
+static void
+keep_base(struct inbox *ib, const struct walsync_stamp *cur)
+{
+	ib->base = *cur;
+	memcpy(ib->probe + HEADER + MAX_PAGE, ib->probe, HEADER + MAX_PAGE);
 }
 
 static int
@@ -149,9 +180,9 @@ ib_db_note(struct inbox *ib, const struct stat *sb)
 	 * the role, so no checkpoint of ours writes it meanwhile. */
 	held = walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s) != 1 &&
 	    walsync_role_try(ws);
-	if (probe(ib, sb, stamp_page(ws, ib), &ib->base) == -1)
+	if (probe(ib, sb, stamp_page(ws, ib), &s) == -1)
 		memset(&ib->base, 0, sizeof ib->base);
-	else if (held && walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s) != 1 &&
+	else if (keep_base(ib, &s), held && walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s) != 1 &&
 	    walsync_epoch(ws) == ib->epoch)
 		walsync_stamp_set(ws, ib->epoch, (uint64_t)ib->db_ino, &ib->base);
 	if (held)
@@ -182,16 +213,22 @@ ib_db_unchanged(struct inbox *ib, const struct stat *sb, uint64_t g1)
 {
 	struct walsync *ws = ib_shared(ib);
 	struct walsync_stamp cur, s;
+	size_t len;
 	int st;
 
 	if (ws == NULL)
 		return 1;	/* nothing shared: inode and size only */
 	if (walsync_epoch(ws) != ib->epoch)
 		return 0;	/* found by another connection: reopen */
-	if (ib->base.pgno == 0 || probe(ib, sb, ib->base.pgno, &cur) == -1)
+	/* The usual look: the bytes as this connection last accepted them. */
+	if (ib->base.pgno == 0 ||
+	    probe_read(ib, sb, ib->base.pgno, &cur, &len) == -1)
 		return 1;
-	if (same(&cur, &ib->base))
+	cur.hash = ib->base.hash;
+	if (same(&cur, &ib->base) &&
+	    memcmp(ib->probe, ib->probe + HEADER + MAX_PAGE, len) == 0)
 		return 1;
+	probe_hash(ib, len, &cur);
 	if (g1 & 1)
 		return 1;
 	st = walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s);
@@ -203,7 +240,7 @@ ib_db_unchanged(struct inbox *ib, const struct stat *sb, uint64_t g1)
 		return 1;
 	if (!same(&cur, &s))
 		return found(ib, ws, "changed since");
-	ib->base = cur;
+	keep_base(ib, &cur);
 	return 1;
 }
 
@@ -289,6 +326,7 @@ void
 ib_db_stamp(struct inbox *ib, uint64_t pgno, uint32_t mx, int emptied)
 {
 	struct walsync *ws = ib_shared(ib);
+	struct walsync_stamp cur;
 	uint32_t now_mx, backfill;
 	struct stat sb;
 
@@ -301,6 +339,8 @@ ib_db_stamp(struct inbox *ib, uint64_t pgno, uint32_t mx, int emptied)
 	if (pgno == 0 || (!emptied && (shm_words(ib, &now_mx, &backfill) == -1 ||
 	    backfill < mx)))
 		pgno = stamp_page(ws, ib);
-	if (probe(ib, &sb, pgno, &ib->base) == 0)
-		walsync_stamp_set(ws, ib->epoch, (uint64_t)ib->db_ino, &ib->base);
+	if (probe(ib, &sb, pgno, &cur) == 0) {
+		keep_base(ib, &cur);
+		walsync_stamp_set(ws, ib->epoch, (uint64_t)ib->db_ino, &cur);
+	}
 }
