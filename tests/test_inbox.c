@@ -2074,6 +2074,35 @@ START_TEST(note_run)
 END_TEST
 
 /*
+ * A receiver's group-commit connection on the fixture's inbox (*w, now
+ * also `ib`) and a handle on its shared page (*ws), with events of 8 KiB
+ * bodies (ids PREFIX00000 on; *n of them) stored until a checkpoint turn
+ * is due.  Returns the body (free it).
+ */
+static char *
+filled_for_a_turn(const char *prefix, struct inbox **w, struct walsync **ws,
+    int *n)
+{
+	struct inbox_options g = { .busy_timeout_ms = 2000,
+	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
+	char id[64], *body;
+	int i;
+
+	OK(inbox_open(dbpath, &g, w, &err));
+	ck_assert_int_eq(walsync_open(dbpath, ws, &err), 0);
+	body = calloc(1, 8192);
+	ck_assert_ptr_nonnull(body);
+	memset(body, 'x', 8191);
+	ib = *w;
+	for (i = 0; inbox_wal_frames(*w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
+		snprintf(id, sizeof id, "%s%05d", prefix, i);
+		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
+	}
+	*n = i;
+	return body;
+}
+
+/*
  * Checkpoint turns (inbox_wal_checkpoint_turn; SQLite's WAL-reset race,
  * walsync.h "Checkpoints"), through real connections: every commit opens
  * the gate (commit hook + WAL hook), a checkpoint closes it, a turn with no
@@ -2082,24 +2111,13 @@ END_TEST
  */
 START_TEST(checkpoint_turns_follow_commits)
 {
-	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_turn t;
 	char id[64], *body;
 	int i;
 
-	OK(inbox_open(dbpath, &g, &w, &err));
-	ck_assert_int_eq(walsync_open(dbpath, &ws, &err), 0);
-	body = calloc(1, 8192);
-	ck_assert_ptr_nonnull(body);
-	memset(body, 'x', 8191);
-	ib = w;
-	for (i = 0; inbox_wal_frames(w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
-		snprintf(id, sizeof id, "msg_turn%05d", i);
-		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
-	}
+	body = filled_for_a_turn("msg_turn", &w, &ws, &i);
 	walsync_peek(ws, &t);
 	ck_assert(t.open);
 	ck_assert_uint_eq(t.frames, (uint64_t)inbox_wal_frames(w));
@@ -2172,28 +2190,17 @@ write_over(const char *path, const void *data, size_t len)
  */
 START_TEST(a_copy_with_the_same_mtime_is_found)
 {
-	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_stamp st;
 	struct timespec times[2];
 	struct stat before, after;
-	char id[64], *body, *old;
+	char *body, *old;
 	size_t oldlen;
 	FILE *f;
 	int i;
 
-	OK(inbox_open(dbpath, &g, &w, &err));
-	ck_assert_int_eq(walsync_open(dbpath, &ws, &err), 0);
-	body = calloc(1, 8192);
-	ck_assert_ptr_nonnull(body);
-	memset(body, 's', 8191);
-	ib = w;
-	for (i = 0; inbox_wal_frames(w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
-		snprintf(id, sizeof id, "msg_stamp%05d", i);
-		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
-	}
+	body = filled_for_a_turn("msg_stamp", &w, &ws, &i);
 	ck_assert_int_eq(stat(dbpath, &before), 0);
 	old = malloc((size_t)before.st_size + 1);
 	ck_assert_ptr_nonnull(old);
