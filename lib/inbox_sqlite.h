@@ -244,8 +244,10 @@ void	ib_wal_release(struct inbox *ib);	/* after it */
  * after this commit has completed (walsync.h). */
 int	ib_make_durable(struct inbox *ib);
 /* Do the database's and the WAL's paths still name the files we write:
- * the same inodes, and a database file not shrunk (truncated or restored
- * in place)?  Two stat(2)s; checked before every store's answer. */
+ * the same inodes, a database file not shrunk (truncated or restored in
+ * place) and written by nobody but a checkpoint of ours (ib_db_unchanged)?
+ * Two stat(2)s and two reads of the database (page 1's header, the
+ * stamp's page); checked before every store's answer. */
 int	ib_same_files(struct inbox *ib);
 /* The shared page this connection uses (ws or role), or NULL. */
 struct walsync *ib_shared(const struct inbox *ib);
