@@ -234,8 +234,10 @@ ib_db_unchanged(struct inbox *ib, const struct stat *sb, uint64_t g1)
 	st = walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s);
 	if (walsync_write_gen(ws) != g1 || st == -1)
 		return 1;
-	if (st == 0)	/* changed, and by no checkpoint of ours (it stamps) */
-		return found(ib, ws, "no checkpoint of ours since it was opened");
+	if (st == 0) {	/* nothing to judge by (walsync.h, "void") */
+		keep_base(ib, &cur);
+		return 1;
+	}
 	if (s.pgno != cur.pgno && probe(ib, sb, s.pgno, &cur) == -1)
 		return 1;
 	if (!same(&cur, &s))
@@ -247,9 +249,9 @@ ib_db_unchanged(struct inbox *ib, const struct stat *sb, uint64_t g1)
 /*
  * Before a checkpoint copies frames into the file (the caller holds the
  * turn, ckpt_gen even): the file must be as the last checkpoint of ours
- * left it — the stamp decides when there is one, not what this
- * connection saw at open (a process that opened after a copy would
- * otherwise checkpoint into it and stamp it as ours).
+ * left it — the stamp decides, not what this connection saw at open (a
+ * process that opened after a copy would otherwise checkpoint into it
+ * and stamp it as ours).
  */
 int
 ib_db_intact(struct inbox *ib)
@@ -257,7 +259,6 @@ ib_db_intact(struct inbox *ib)
 	struct walsync *ws = ib_shared(ib);
 	struct walsync_stamp cur, s;
 	struct stat sb;
-	int st;
 
 	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
 	    sb.st_ino != ib->db_ino || sb.st_size == 0 ||
@@ -267,11 +268,10 @@ ib_db_intact(struct inbox *ib)
 		return 1;
 	if (walsync_epoch(ws) != ib->epoch)
 		return 0;
-	st = walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s);
-	if (st == -1)	/* a writer outside the role (its lock failed) */
+	/* No current stamp (void, or a writer outside the role whose lock
+	 * failed): nothing to judge by; this checkpoint stamps. */
+	if (walsync_stamp_get(ws, (uint64_t)ib->db_ino, &s) != 1)
 		return 1;
-	if (st == 0)
-		s = ib->base;
 	if (probe(ib, &sb, s.pgno, &cur) == -1)
 		return 1;
 	if (!same(&cur, &s))

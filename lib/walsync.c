@@ -261,7 +261,10 @@ walsync_turn_begin(struct walsync *ws, struct walsync_turn *t)
 	if (rc == 0 && (__atomic_load_n(&ws->sh->ckpt_gen, __ATOMIC_SEQ_CST) & 1)) {
 		/* A checkpoint began and its connection died (the kernel gave
 		 * us its lock): it may have copied every frame back.  It ends
-		 * now; commits that begin from here reopen the gate. */
+		 * now; commits that begin from here reopen the gate.  It may
+		 * have written the database file without stamping it: no stamp
+		 * is current until the next checkpoint's (walsync.h, "Stamps"). */
+		__atomic_store_n(&ws->sh->stamp_epoch, 0, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
 		(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
 		return 0;

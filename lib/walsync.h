@@ -199,8 +199,11 @@ void	walsync_turn_end(struct walsync *ws, const struct walsync_turn *t,
  *                written under the role (one writer at a time) inside a
  *                sequence count, read consistently or not at all.
  *   void         a connection whose close let SQLite checkpoint (the last
- *                one: nobody of ours is looking) clears the stamp; the
- *                next opener stamps the file as it finds it.
+ *                one: nobody of ours is looking) clears the stamp, and so
+ *                does the turn that ends a checkpoint whose connection
+ *                died (it may have written the file); without a current
+ *                stamp nothing is judged, and the next opener or
+ *                checkpoint stamps the file as it finds it.
  */
 struct walsync_stamp {
 	int64_t		sec, nsec;	/* mtime */

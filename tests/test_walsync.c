@@ -666,6 +666,40 @@ START_TEST(a_stamp_is_current_in_its_epoch_for_its_file)
 }
 END_TEST
 
+/* A checkpointer killed mid-checkpoint may have written the file without
+ * stamping it: the turn that ends its checkpoint voids the stamp, so that
+ * nobody takes its pages for a stranger's. */
+START_TEST(a_checkpointer_killed_mid_checkpoint_voids_the_stamp)
+{
+	char db[256];
+	struct walsync *a;
+	struct walsync_stamp s = { .sec = 1, .size = 4096, .pgno = 1 }, got;
+	struct walsync_turn t;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "stampdead");
+	a = open_ok(db);
+	walsync_stamp_set(a, walsync_epoch(a), 42, &s);
+	commit_frames(a, 2000);
+	if ((kid = fork()) == 0) {
+		struct walsync *c = open_ok(db);
+		struct walsync_turn u;
+		if (walsync_turn_begin(c, &u) != 1)
+			_exit(1);
+		walsync_turn_checkpoint(c);
+		raise(SIGKILL);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(walsync_stamp_get(a, 42, &got), 1);
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 0);	/* ends it */
+	ck_assert_int_eq(walsync_stamp_get(a, 42, &got), 0);
+	walsync_close(a);
+}
+END_TEST
+
 /* The role outside a turn: one holder at a time, turns included. */
 START_TEST(the_role_is_tried_not_waited_for)
 {
@@ -813,6 +847,7 @@ suite(void)
 	tcase_add_test(tc, a_checkpointer_killed_mid_checkpoint_closes_the_gate);
 	tcase_add_test(tc, one_checkpointer_at_a_time);
 	tcase_add_test(tc, a_stamp_is_current_in_its_epoch_for_its_file);
+	tcase_add_test(tc, a_checkpointer_killed_mid_checkpoint_voids_the_stamp);
 	tcase_add_test(tc, the_role_is_tried_not_waited_for);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
