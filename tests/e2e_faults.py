@@ -848,7 +848,7 @@ class TestClockSteps(FaultCase):
         open(marker, "w").close()
         self.srv = Lighttpd(self.sb, procs=1, extra_env={
             "LD_PRELOAD": FAKETIME, "FAKETIME": "+1d",
-            "FAKETIME_DONT_RESET": "1"})
+            "FAKETIME_DONT_RESET": "1", "NO_FAKE_STAT": "1"})
         mid = self.new_id("tomorrow")
         body = event_body(mid)
         st, _, _ = self.srv.deliver(SECRET_A, mid, body,

@@ -164,8 +164,12 @@ def run_drain(sandbox, *args, record=None, offset=None, timeout=120):
     if record:
         env["RECORD"] = record
     if offset:
+        # NO_FAKE_STAT: a clock step moves the clock, not the times of
+        # files already written; libfaketime would shift every mtime the
+        # process stats, and the inbox's stamps compare mtimes across
+        # processes (docs/durability.md).
         env.update(LD_PRELOAD=FAKETIME, FAKETIME="+%ds" % offset,
-                   FAKETIME_DONT_RESET="1")
+                   FAKETIME_DONT_RESET="1", NO_FAKE_STAT="1")
     return subprocess.run([DRAIN, "-c", sandbox.conf] + list(args), env=env,
                           capture_output=True, text=True, timeout=timeout)
 
