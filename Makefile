@@ -38,7 +38,7 @@ TSAN_TESTS = test_committer
 LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/request.c lib/site.c lib/receive.c \
 	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
-	   lib/inbox_copy.c lib/copy.c \
+	   lib/inbox_stamp.c lib/inbox_copy.c lib/copy.c \
 	   lib/inbox_backend.c lib/inbox_pg.c lib/inbox_pg_px.c lib/inbox_pg_rules.c \
 	   lib/inbox_pg_ops.c lib/inbox_pg_copy.c \
 	   lib/handler.c lib/runlock.c lib/api.c \
@@ -167,7 +167,7 @@ $(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/
 # The request path: the receiver's modules too, and SQLite and libfcgi.
 FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/request.c \
 		   lib/site.c lib/receive.c lib/inbox.c lib/inbox_rules.c \
-		   lib/inbox_ops.c lib/inbox_wal.c lib/inbox_history.c lib/inbox_copy.c lib/history.c \
+		   lib/inbox_ops.c lib/inbox_wal.c lib/inbox_stamp.c lib/inbox_history.c lib/inbox_copy.c lib/history.c \
 		   lib/inbox_backend.c lib/committer.c lib/walsync.c) \
 		   $(FB)/lib/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c lib/*.h \

@@ -383,6 +383,7 @@ inbox_sqlite_close(struct inbox *ib)
 	sqlite3_finalize(ib->admit);
 	sqlite3_close(ib->db);
 	ib_wal_release(ib);
+	free(ib->probe);
 	free(ib->path);
 	free(ib);
 }
@@ -402,110 +403,6 @@ ib_bind_instant(sqlite3_stmt *st, int i, int64_t ns, char tmp[INSTANT_SIZE])
 	if (instant_format(ns, tmp) == -1)
 		return SQLITE_RANGE;
 	return sqlite3_bind_text(st, i, tmp, -1, SQLITE_STATIC);
-}
-
-/*
- * The wal-index's checkpoint state (SQLite's file format, wal.c): the
- * first header copy's salts (bytes 32-39, changed when the WAL restarts)
- * and WalCkptInfo's nBackfill (96-99) and nBackfillAttempted (128-131),
- * the latter set before a checkpoint writes any page, the former once it
- * wrote them all (so the two differ while one is under way).  16 bytes
- * into out (salts, nBackfill, nBackfillAttempted); -1 when there is none
- * to read (not WAL, no mapping yet).
- *
- * Read through the connection's own mapping of the -shm (the VFS's
- * xShmMap of region 0, not extended), never through a descriptor of
- * ours: closing any descriptor of a file drops every POSIX lock the
- * process holds on it, SQLite's included — another process then takes
- * the -shm for unused, truncates it, and ours dies of SIGBUS.
- */
-static int
-ckpt_state(struct inbox *ib, unsigned char out[16])
-{
-	sqlite3_file *f = NULL;
-	volatile void *map = NULL;
-	unsigned char h[136];
-
-	if (!ib->wal || sqlite3_file_control(ib->db, "main",
-	    SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || f == NULL ||
-	    f->pMethods == NULL || f->pMethods->iVersion < 2 ||
-	    f->pMethods->xShmMap(f, 0, 32768, 0, &map) != SQLITE_OK ||
-	    map == NULL)
-		return -1;
-	memcpy(h, (const void *)map, sizeof h);
-	memcpy(out, h + 32, 8);
-	memcpy(out + 8, h + 96, 4);
-	memcpy(out + 12, h + 128, 4);
-	return 0;
-}
-
-/*
- * Record the pair (mtime from sb, checkpoint state read now) that later
- * looks compare with.  The stat came first: a checkpoint that wrote its
- * last pages between the stat and the read would leave a pair that a
- * later look, seeing the newer mtime beside the same state, takes for a
- * stranger's write (a 503 into a healthy inbox).  So the file is looked
- * at again after the read; if it moved meanwhile, nothing is known and
- * the next look only notes.
- */
-static void
-note_pair(struct inbox *ib, const struct stat *sb, const unsigned char *state)
-{
-	struct stat again;
-
-	ib->db_mtime = sb->st_mtim;
-	ib->ckpt_known = state != NULL && stat(ib->path, &again) == 0 &&
-	    again.st_mtim.tv_sec == sb->st_mtim.tv_sec &&
-	    again.st_mtim.tv_nsec == sb->st_mtim.tv_nsec;
-	if (state != NULL)
-		memcpy(ib->ckpt_state, state, sizeof ib->ckpt_state);
-}
-
-void
-ib_note_db(struct inbox *ib, const struct stat *sb)
-{
-	unsigned char now[16];
-
-	note_pair(ib, sb, ckpt_state(ib, now) == 0 ? now : NULL);
-}
-
-int
-ib_db_unchanged(struct inbox *ib, const struct stat *sb)
-{
-	unsigned char now[16];
-
-	if (sb->st_mtim.tv_sec == ib->db_mtime.tv_sec &&
-	    sb->st_mtim.tv_nsec == ib->db_mtime.tv_nsec)
-		return 1;
-	/* Modified: by a checkpoint (its state moved before it wrote; read
-	 * after the stat, so any checkpoint that wrote before the stat
-	 * shows), or, with the state as it was, by someone else.  Without
-	 * a state to compare (no -shm at either look) nothing is judged. */
-	if (ckpt_state(ib, now) == -1) {
-		ib->db_mtime = sb->st_mtim;
-		ib->ckpt_known = 0;
-		return 1;
-	}
-	/* A checkpoint under way (attempted past backfilled: it writes the
-	 * file until it sets nBackfill) or one that stopped half-way: no
-	 * judgement now, nothing noted; a later look judges. */
-	if (memcmp(now + 8, now + 12, 4) != 0)
-		return 1;
-	if (!ib->ckpt_known || memcmp(now, ib->ckpt_state, sizeof now) != 0) {
-		note_pair(ib, sb, now);
-		return 1;
-	}
-	return 0;
-}
-
-int
-ib_db_intact(struct inbox *ib)
-{
-	struct stat sb;
-
-	return stat(ib->path, &sb) == 0 && sb.st_dev == ib->db_dev &&
-	    sb.st_ino == ib->db_ino && sb.st_size > 0 &&
-	    sb.st_size >= ib->db_size && ib_db_unchanged(ib, &sb);
 }
 
 /* The answer when the files at the path are no longer the ones this

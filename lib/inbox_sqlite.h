@@ -135,16 +135,13 @@ struct inbox {
 	 * VACUUM, no auto_vacuum), so a smaller one was truncated or
 	 * restored in place (`: > inbox.db`) under us. */
 	off_t		 db_size;
-	/* The database file's mtime as last seen, and the wal-index's
-	 * checkpoint state (-shm: the salts, nBackfill, nBackfillAttempted)
-	 * then: only a checkpoint writes the database file in WAL mode, and
-	 * a checkpoint changes that state before it writes, so a file
-	 * modified while the state stayed as it was was written by someone
-	 * else — a backup copied over it in place, at any size
-	 * (ib_db_unchanged). */
-	struct timespec	 db_mtime;
-	unsigned char	 ckpt_state[16];
-	int		 ckpt_known;	/* ckpt_state was read */
+	/* The database file as this connection last accepted it, and the
+	 * shared epoch when it opened (inbox_stamp.c, walsync.h "Stamps"):
+	 * a file that is neither this nor as the last checkpoint of ours
+	 * stamped it was written by someone else. */
+	struct walsync_stamp base;	/* pgno 0: nothing probed */
+	uint64_t	 epoch;
+	unsigned char	*probe;		/* the probe's buffer, allocated once */
 	uint64_t	 write_gen;	/* walsync_write_gen of the commit under way */
 	struct walsync_turn turn;	/* checkpoints, when there is no shared file */
 	sqlite3_stmt	*begin, *commit, *rollback, *insert;
@@ -247,19 +244,35 @@ void	ib_wal_release(struct inbox *ib);	/* after it */
  * after this commit has completed (walsync.h). */
 int	ib_make_durable(struct inbox *ib);
 /* Do the database's and the WAL's paths still name the files we write:
- * the same inodes, and a database file not shrunk (truncated or restored
- * in place)?  Two stat(2)s; checked before every store's answer. */
+ * the same inodes, a database file not shrunk (truncated or restored in
+ * place) and written by nobody but a checkpoint of ours (ib_db_unchanged)?
+ * Two stat(2)s and two reads of the database (page 1's header, the
+ * stamp's page); checked before every store's answer. */
 int	ib_same_files(struct inbox *ib);
-/* Part of ib_same_files: is the database file `sb` (just stat'ed) still
- * the one this connection writes, as far as its content goes — its mtime
- * unchanged, or changed by a checkpoint (the wal-index's checkpoint state
- * changed too)?  Notes what it saw when it says yes.  1 or 0. */
-int	ib_db_unchanged(struct inbox *ib, const struct stat *sb);
-/* Note the database file's mtime and the checkpoint state now (at open). */
-void	ib_note_db(struct inbox *ib, const struct stat *sb);
-/* The database file alone as ib_same_files judges it (same inode, not
- * shrunk, ib_db_unchanged): before a checkpoint copies frames into it. */
+/* The shared page this connection uses (ws or role), or NULL. */
+struct walsync *ib_shared(const struct inbox *ib);
+
+/* lib/inbox_stamp.c: is the database file still the one this connection
+ * writes, as far as its content goes (walsync.h, "Stamps")? */
+/* At open, after ib_note_files' stat: note the file as it is (and stamp
+ * it when no stamp is current). */
+void	ib_db_note(struct inbox *ib, const struct stat *sb);
+/* Part of ib_same_files: the file `sb` (stat'ed after ckpt_gen read `g1`,
+ * walsync_write_gen) is as this connection last saw it, or as the last
+ * checkpoint of ours stamped it, or cannot be judged now: 1; else 0 —
+ * then every connection opened so far reopens, and it is logged. */
+int	ib_db_unchanged(struct inbox *ib, const struct stat *sb, uint64_t g1);
+/* Before a checkpoint copies frames into it (the turn held, ckpt_gen
+ * even): the same inode, not shrunk, and as the last checkpoint of ours
+ * stamped it (or as this connection opened it, without a stamp).  1 or 0. */
 int	ib_db_intact(struct inbox *ib);
+/* Before a turn's checkpoint: the page of the WAL's last frame (0: none)
+ * and the frame's number in *mx. */
+uint64_t ib_db_last_page(struct inbox *ib, uint32_t *mx);
+/* After it, before ckpt_gen goes even: stamp the file as the checkpoint
+ * left it; `pgno`/`mx` from ib_db_last_page, `emptied` when it emptied the
+ * WAL (TRUNCATE). */
+void	ib_db_stamp(struct inbox *ib, uint64_t pgno, uint32_t mx, int emptied);
 void	ib_note_files(struct inbox *ib, const char *path);	/* at open */
 
 #endif

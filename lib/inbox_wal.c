@@ -18,6 +18,7 @@
  * and the programs link SQLite dynamically, so the version they were
  * tested with is not the version that runs.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,8 +62,8 @@ ib_busy_wait(void *arg, int count)
 }
 
 /* The shared file's handle, whichever this connection has (or NULL). */
-static struct walsync *
-shared_file(const struct inbox *ib)
+struct walsync *
+ib_shared(const struct inbox *ib)
 {
 	return ib->ws != NULL ? ib->ws : ib->role;
 }
@@ -77,7 +78,7 @@ commit_hook(void *arg)
 {
 	struct inbox *ib = arg;
 
-	ib->write_gen = walsync_write_gen(shared_file(ib));
+	ib->write_gen = walsync_write_gen(ib_shared(ib));
 	return 0;
 }
 
@@ -177,15 +178,6 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
 	int64_t saved = ib->busy_timeout_ns;
 	int rc, log = 0, done = 0;
 
-	/* Never copy frames into a file that is no longer the inbox they
-	 * belong to (a backup copied over it: ib_db_unchanged). */
-	if (!ib_db_intact(ib)) {
-		buf_reset(err);
-		(void)buf_printf(err, "%s: the database file was replaced or "
-		    "changed in place (not by a checkpoint) while open; not "
-		    "checkpointing into it", ib->path);
-		return INBOX_FAILED;
-	}
 	/* A checkpoint must sync the database file before the WAL can be
 	 * reused, whatever this connection's synchronous level. */
 	if (ib->group_commit && (rc = ib_exec(ib, "PRAGMA synchronous = FULL")) != SQLITE_OK)
@@ -208,6 +200,18 @@ checkpoint(struct inbox *ib, int restart, struct buf *err)
 	    s == INBOX_OK)
 		s = ib_fail(ib, err, "checkpoint", rc);
 	return s;
+}
+
+/* Never copy frames into a file that is no longer the inbox they belong
+ * to (a backup copied over it: ib_db_intact). */
+static enum inbox_status
+refused(struct inbox *ib, struct buf *err)
+{
+	buf_reset(err);
+	(void)buf_printf(err, "%s: the database file was replaced or changed "
+	    "in place (not by a checkpoint of ours) while open; not "
+	    "checkpointing into it", ib->path);
+	return INBOX_FAILED;
 }
 
 /*
@@ -254,9 +258,11 @@ truncated(const struct inbox *ib, enum inbox_status s)
 enum inbox_status
 inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 {
-	struct walsync *ws = shared_file(ib);
+	struct walsync *ws = ib_shared(ib);
 	struct walsync_turn t;
 	enum inbox_status s;
+	uint64_t pgno;
+	uint32_t mx;
 	/* A short-lived connection's process reads the whole WAL back at
 	 * start (SQLite's recovery): keep it short (inbox.h). */
 	int mode, every = ib->short_lived ? INBOX_WAL_SHORT_CHECKPOINT_FRAMES :
@@ -268,7 +274,8 @@ inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 			return INBOX_OK;
 		if (ib->short_lived)	/* every turn truncates (checkpoint) */
 			mode = WALSYNC_RESTART;
-		s = checkpoint(ib, mode == WALSYNC_RESTART, err);
+		s = ib_db_intact(ib) ? checkpoint(ib, mode == WALSYNC_RESTART,
+		    err) : refused(ib, err);
 		ib->turn.last_frames = truncated(ib, s) ? 0 : ib->turn.frames;
 		ib->turn.last_mode = mode;
 		return s;
@@ -285,8 +292,19 @@ inbox_wal_checkpoint_turn(struct inbox *ib, int frames, struct buf *err)
 	}
 	if (ib->short_lived)	/* every turn truncates (checkpoint) */
 		mode = WALSYNC_RESTART;
+	/* Checked before ckpt_gen goes odd: a look that finds it odd knows
+	 * the file was as stamped when this checkpoint began
+	 * (ib_db_unchanged, the ordering argument). */
+	if (!ib_db_intact(ib)) {
+		walsync_turn_end(ws, &t, 0);
+		return refused(ib, err);
+	}
+	pgno = ib_db_last_page(ib, &mx);
 	walsync_turn_checkpoint(ws);
 	s = checkpoint(ib, mode == WALSYNC_RESTART, err);
+	/* Stamped while ckpt_gen is still odd: no look sees the file
+	 * written and the stamp not yet (walsync.h, "Stamps"). */
+	ib_db_stamp(ib, pgno, mx, truncated(ib, s));
 	if (truncated(ib, s))
 		t.frames = 0;
 	walsync_turn_end(ws, &t, mode);
@@ -307,10 +325,12 @@ ib_same_files(struct inbox *ib)
 {
 	struct stat sb;
 	char wal[PATH_MAX + 8];
+	/* Before the stat: ib_db_unchanged's ordering argument. */
+	uint64_t g1 = ib_shared(ib) != NULL ? walsync_write_gen(ib_shared(ib)) : 0;
 
 	if (stat(ib->path, &sb) == -1 || sb.st_dev != ib->db_dev ||
 	    sb.st_ino != ib->db_ino || sb.st_size == 0 ||
-	    sb.st_size < ib->db_size || !ib_db_unchanged(ib, &sb))
+	    sb.st_size < ib->db_size || !ib_db_unchanged(ib, &sb, g1))
 		return 0;
 	ib->db_size = sb.st_size;
 	if (!ib->wal ||
@@ -518,7 +538,7 @@ ib_wal_setup(struct inbox *ib, const char *path, const struct inbox_options *o,
 	} else if (ib->role != NULL || walsync_open_real(path, &ib->role, err) == 0) {
 		sqlite3_wal_hook(ib->db, role_wal_hook, ib);
 	}	/* else SQLite's own auto-checkpoint, as any program's */
-	if (shared_file(ib) != NULL)
+	if (ib_shared(ib) != NULL)
 		sqlite3_commit_hook(ib->db, commit_hook, ib);
 	return INBOX_OK;
 }
@@ -534,6 +554,16 @@ ib_wal_close(struct inbox *ib)
 void
 ib_wal_release(struct inbox *ib)
 {
+	char wal[PATH_MAX + 8];
+	struct stat sb;
+
+	/* Our close deleted the WAL: SQLite found this the last connection
+	 * and checkpointed, outside any turn.  Nobody of ours is looking; the
+	 * next opener stamps the file as it finds it (walsync.h, "Stamps"). */
+	if (ib->wal && ib_shared(ib) != NULL && ib->wal_ino != 0 &&
+	    (size_t)snprintf(wal, sizeof wal, "%s-wal", ib->path) < sizeof wal &&
+	    stat(wal, &sb) == -1 && errno == ENOENT)
+		walsync_stamp_void(ib_shared(ib));
 	if (cgi_ws == ib->role)
 		cgi_ws = NULL;
 	walsync_close(ib->ws);
@@ -550,7 +580,7 @@ ib_note_files(struct inbox *ib, const char *path)
 		ib->db_dev = sb.st_dev;
 		ib->db_ino = sb.st_ino;
 		ib->db_size = sb.st_size;
-		ib_note_db(ib, &sb);
+		ib_db_note(ib, &sb);
 	}
 	buf_init(&wal, 8192);
 	if (buf_printf(&wal, "%s-wal", path) == 0 && stat(wal.data, &sb) == 0) {

@@ -42,6 +42,14 @@ struct shared {
 	 * (walsync_wal_named); zero in older files: nothing known. */
 	uint64_t	named_dev;
 	uint64_t	named_ino;
+	/* The database file as the last checkpoint of ours left it
+	 * (walsync.h, "Stamps"); zero in older files: no stamp. */
+	uint64_t	epoch;		/* bumped when a file not so is found */
+	uint64_t	stamp_seq;	/* odd while the stamp is written */
+	uint64_t	stamp_epoch;	/* epoch + 1 when stamped; 0: void */
+	uint64_t	stamp_ino;
+	int64_t		stamp_sec, stamp_nsec;
+	uint64_t	stamp_size, stamp_pgno, stamp_hash;
 };
 
 struct walsync {
@@ -253,7 +261,10 @@ walsync_turn_begin(struct walsync *ws, struct walsync_turn *t)
 	if (rc == 0 && (__atomic_load_n(&ws->sh->ckpt_gen, __ATOMIC_SEQ_CST) & 1)) {
 		/* A checkpoint began and its connection died (the kernel gave
 		 * us its lock): it may have copied every frame back.  It ends
-		 * now; commits that begin from here reopen the gate. */
+		 * now; commits that begin from here reopen the gate.  It may
+		 * have written the database file without stamping it: no stamp
+		 * is current until the next checkpoint's (walsync.h, "Stamps"). */
+		__atomic_store_n(&ws->sh->stamp_epoch, 0, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&ws->sh->ckpt_gen, 1, __ATOMIC_SEQ_CST);
 		(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
 		return 0;
@@ -375,4 +386,75 @@ walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
 	}
 	syncer_release(ws);
 	return rc;
+}
+
+uint64_t
+walsync_epoch(struct walsync *ws)
+{
+	return __atomic_load_n(&ws->sh->epoch, __ATOMIC_SEQ_CST);
+}
+
+void
+walsync_epoch_bump(struct walsync *ws, uint64_t seen)
+{
+	/* From `seen` only: two connections that find the same copy move
+	 * the epoch once, so nobody reopens twice for it. */
+	(void)__atomic_compare_exchange_n(&ws->sh->epoch, &seen, seen + 1, 0,
+	    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+int
+walsync_stamp_get(struct walsync *ws, uint64_t ino, struct walsync_stamp *s)
+{
+	struct shared *sh = ws->sh;
+	uint64_t seq = __atomic_load_n(&sh->stamp_seq, __ATOMIC_SEQ_CST), e;
+
+	if (seq & 1)
+		return -1;
+	e = __atomic_load_n(&sh->stamp_epoch, __ATOMIC_SEQ_CST);
+	s->sec = __atomic_load_n(&sh->stamp_sec, __ATOMIC_SEQ_CST);
+	s->nsec = __atomic_load_n(&sh->stamp_nsec, __ATOMIC_SEQ_CST);
+	s->size = __atomic_load_n(&sh->stamp_size, __ATOMIC_SEQ_CST);
+	s->pgno = __atomic_load_n(&sh->stamp_pgno, __ATOMIC_SEQ_CST);
+	s->hash = __atomic_load_n(&sh->stamp_hash, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sh->stamp_ino, __ATOMIC_SEQ_CST) != ino)
+		e = 0;
+	if (__atomic_load_n(&sh->stamp_seq, __ATOMIC_SEQ_CST) != seq)
+		return -1;
+	return e != 0 && e == walsync_epoch(ws) + 1;
+}
+
+void
+walsync_stamp_set(struct walsync *ws, uint64_t epoch, uint64_t ino,
+    const struct walsync_stamp *s)
+{
+	struct shared *sh = ws->sh;
+
+	__atomic_add_fetch(&sh->stamp_seq, 1, __ATOMIC_SEQ_CST);	/* odd */
+	__atomic_store_n(&sh->stamp_epoch, epoch + 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_ino, ino, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_sec, s->sec, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_nsec, s->nsec, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_size, s->size, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_pgno, s->pgno, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->stamp_hash, s->hash, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&sh->stamp_seq, 1, __ATOMIC_SEQ_CST);	/* even */
+}
+
+void
+walsync_stamp_void(struct walsync *ws)
+{
+	__atomic_store_n(&ws->sh->stamp_epoch, 0, __ATOMIC_SEQ_CST);
+}
+
+int
+walsync_role_try(struct walsync *ws)
+{
+	return byte_lock(ws, ROLE_BYTE, F_WRLCK) == 0;
+}
+
+void
+walsync_role_release(struct walsync *ws)
+{
+	(void)byte_lock(ws, ROLE_BYTE, F_UNLCK);
 }

@@ -178,4 +178,55 @@ void	walsync_turn_checkpoint(struct walsync *ws);
 void	walsync_turn_end(struct walsync *ws, const struct walsync_turn *t,
 	    int mode);
 
+/*
+ * Stamps: the database file as the last checkpoint of ours left it
+ * (docs/durability.md, "An inbox replaced under a running receiver").
+ * In WAL mode only a checkpoint writes the database file, and every
+ * checkpoint of ours runs in a turn: so after each one, still holding
+ * the role and with ckpt_gen odd, the checkpointer records the file's
+ * mtime, size, inode and a content probe here.  A connection then asks
+ * "is the file as the last checkpoint by anyone of ours left it?" — a
+ * file that is not was written by someone else (a backup copied over
+ * it, a checkpoint by a foreign program), whichever process looks.
+ *
+ *   epoch        bumped (once per finding: walsync_epoch_bump from the
+ *                value seen) when a connection finds the file not as
+ *                stamped; every connection opened before reopens on the
+ *                file as it now is (its next look fails).  It also makes
+ *                the stamp not current, until a connection of the new
+ *                epoch stamps the file again.
+ *   stamp        current when written in this epoch for this inode;
+ *                written under the role (one writer at a time) inside a
+ *                sequence count, read consistently or not at all.
+ *   void         a connection whose close let SQLite checkpoint (the last
+ *                one: nobody of ours is looking) clears the stamp, and so
+ *                does the turn that ends a checkpoint whose connection
+ *                died (it may have written the file); without a current
+ *                stamp nothing is judged, and the next opener or
+ *                checkpoint stamps the file as it finds it.
+ */
+struct walsync_stamp {
+	int64_t		sec, nsec;	/* mtime */
+	uint64_t	size;		/* bytes */
+	uint64_t	pgno;		/* the page probed, 1-based */
+	uint64_t	hash;		/* of page 1's header and page pgno */
+};
+
+uint64_t walsync_epoch(struct walsync *ws);
+/* Move the epoch from `seen` (what the finder read) to seen + 1; a no-op
+ * when another finder moved it already. */
+void	walsync_epoch_bump(struct walsync *ws, uint64_t seen);
+/* The stamp for the file of inode `ino`: 1 current (*s filled), 0 none
+ * (never stamped, voided, another epoch or inode), -1 being written. */
+int	walsync_stamp_get(struct walsync *ws, uint64_t ino,
+	    struct walsync_stamp *s);
+/* Stamp; the caller holds the role (a turn, or walsync_role_try). */
+void	walsync_stamp_set(struct walsync *ws, uint64_t epoch, uint64_t ino,
+	    const struct walsync_stamp *s);
+void	walsync_stamp_void(struct walsync *ws);
+/* The checkpointer's role outside a turn, without waiting: 1 held, 0 not
+ * (another connection has it, or the lock failed). */
+int	walsync_role_try(struct walsync *ws);
+void	walsync_role_release(struct walsync *ws);
+
 #endif

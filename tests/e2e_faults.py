@@ -18,7 +18,8 @@ import time
 import unittest
 
 from harness import (FAKETIME, FCGI, DRAIN, SECRET_A, FcgiProcess, Lighttpd, Sandbox,
-                     event_body, run_drain, sign, signed_params, write_conf)
+                     event_body, parse_cgi, run_drain, sign, signed_params,
+                     write_conf)
 
 # The provider gives up at 15 s; the receiver's own deadline is 10 s
 # (RECEIVE_DEADLINE_S).  Asserted against the provider's limit.
@@ -490,6 +491,104 @@ class TestInboxUnderfoot(FaultCase):
         self.srv = None
         ids_answered_200_are_stored(self, self.sb.db, before + middle + stored)
 
+    def cgi_deliver(self, mid):
+        """One plain-CGI delivery (another process: after its answer it
+        takes a checkpoint turn once the WAL is past 128 frames, and
+        truncates the WAL).  Its status."""
+        body = event_body(mid)
+        env = dict(os.environ, **self.sb.env())
+        env.update({k: v for k, v in signed_params(
+            SECRET_A, mid, body, conf=self.sb.conf)})
+        env.update(GATEWAY_INTERFACE="CGI/1.1", SERVER_PROTOCOL="HTTP/1.1")
+        p = subprocess.run([FCGI], input=body, capture_output=True, env=env,
+                           timeout=60)
+        return parse_cgi(p.stdout)[0]
+
+    def grow_wal(self, what, n=12):
+        """Past a plain-CGI turn's 128 frames, far short of the FastCGI
+        receiver's own 2000: ~14 frames per 40 KB body."""
+        ids = [self.new_id(what) for _ in range(n)]
+        for mid in ids:
+            self.assertEqual(self.deliver(mid, event_body(
+                mid, blob="w" * 40000))[0], 200)
+        return ids
+
+    def checkpoint_by_cgi(self, what):
+        """A checkpoint of ours by another process: plain-CGI deliveries
+        until one's turn has emptied the WAL.  The ids answered 200."""
+        stored = []
+        for _ in range(5):
+            mid = self.new_id(what)
+            if self.cgi_deliver(mid) == 200:
+                stored.append(mid)
+            if os.path.getsize(self.sb.db + "-wal") == 0:
+                return stored
+        self.fail("no plain-CGI checkpoint emptied the WAL:\n" + self.log())
+
+    def test_restored_then_checkpointed_by_another_process(self):
+        # Missed case (a): a backup copied over the live file, then a
+        # checkpoint by another process before the receiver looks again.
+        # That process opened the file as it now is, so only the stamp of
+        # the last checkpoint of ours (walsync.h, "Stamps") can tell it
+        # that the file changed since; it must not checkpoint into it, and
+        # the receiver's next answer must be a 503, never a 200 into the
+        # copied file.
+        before = self.start()
+        middle = self.grow_wal("middle")
+        with open(self.sb.db, "rb") as f:
+            backup = f.read()
+        time.sleep(0.05)        # a coarse-mtime filesystem sees the copy
+        with open(self.sb.db, "r+b") as f:      # cp backup inbox.db
+            f.truncate(0)
+            f.write(backup)
+        cgi = self.new_id("cgi")
+        cgi_status = self.cgi_deliver(cgi)
+        self.assertIn(cgi_status, (200, 503))
+        status, headers, _ = self.deliver(self.new_id("next"))
+        self.assertEqual(status, 503, "a 200 into the copied file:\n" +
+                         self.log())
+        self.assertIn("Retry-After", headers)
+        self.assertIn("not as the last checkpoint left it", self.log())
+        self.assertIn("replaced or truncated in place", self.log())
+        stored, _ = self.after("restored")
+        self.srv.stop()
+        self.srv = None
+        ids_answered_200_are_stored(
+            self, self.sb.db, before + middle + stored +
+            ([cgi] if cgi_status == 200 else []))
+
+    def test_restored_within_mtime_granularity(self):
+        # Missed case (b): a backup written over the live file that leaves
+        # its mtime as the receiver last saw it (what a filesystem with
+        # coarse timestamps shows for a write within its granularity,
+        # forced here with utime) and its size too (written in place,
+        # `dd conv=notrunc`).  The backup is from before the last
+        # checkpoint of ours, so its content differs where that
+        # checkpoint wrote: the probe of the stamp sees it.
+        self.start()
+        self.grow_wal("first")
+        self.checkpoint_by_cgi("cgi1")
+        with open(self.sb.db, "rb") as f:
+            backup = f.read()
+        self.grow_wal("second")
+        self.checkpoint_by_cgi("cgi2")
+        # The receiver looks at the file as that checkpoint left it.
+        self.assertEqual(self.deliver(self.new_id("seen"))[0], 200)
+        st = os.stat(self.sb.db)
+        with open(self.sb.db, "rb") as f:
+            self.assertNotEqual(f.read(len(backup)), backup)
+        with open(self.sb.db, "r+b") as f:
+            f.write(backup)
+        os.utime(self.sb.db, ns=(st.st_atime_ns, st.st_mtime_ns))
+        now = os.stat(self.sb.db)
+        self.assertEqual((now.st_size, now.st_mtime_ns),
+                         (st.st_size, st.st_mtime_ns))
+        status, headers, _ = self.deliver(self.new_id("next"))
+        self.assertEqual(status, 503, "a 200 into the copied file:\n" +
+                         self.log())
+        self.assertIn("Retry-After", headers)
+        self.assertIn("not as the last checkpoint left it", self.log())
+
     def test_renamed_over(self):
         before = self.start()
         other = os.path.join(self.sb.dir, "restored.db")
@@ -511,6 +610,83 @@ class TestInboxUnderfoot(FaultCase):
         stored, _ = self.after("deleted")
         self.assertIn("moved", self.log())
         ids_answered_200_are_stored(self, self.sb.db, stored)
+
+
+class TestNoFalseFinding(FaultCase):
+    """The other side of item 5: checkpoints of ours, by every kind of
+    process at once, are never taken for a stranger's write.  Four FastCGI
+    processes under load (their checkpointer threads take turns), plain-CGI
+    deliveries (their turns truncate the WAL) and the drainer's runs (its
+    own turns) for a while: every answer is a 200, and nothing is logged as
+    found (a look racing a checkpoint that finishes between its stat and
+    its read of the stamp judges nothing: lib/inbox_stamp.c)."""
+    conf_keys = {"handler": "true", "settle": "0s"}
+    LOAD_FOR = 10.0
+
+    def test_checkpoints_under_load_are_ours(self):
+        self.srv = Lighttpd(self.sb, procs=4)
+        stop = threading.Event()
+        answers, mtimes, lock = [], set(), threading.Lock()
+
+        def fastcgi(k):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                mid = "msg_load_%d_%d" % (k, i)
+                st = self.deliver(mid, event_body(mid, blob="l" * 20000))[0]
+                with lock:
+                    answers.append((mid, st))
+
+        def cgi():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                mid = "msg_cgi_%d" % i
+                body = event_body(mid)
+                env = dict(os.environ, **self.sb.env())
+                env.update({k: v for k, v in signed_params(
+                    SECRET_A, mid, body, conf=self.sb.conf)})
+                env.update(GATEWAY_INTERFACE="CGI/1.1",
+                           SERVER_PROTOCOL="HTTP/1.1")
+                p = subprocess.run([FCGI], input=body, capture_output=True,
+                                   env=env, timeout=60)
+                with lock:
+                    answers.append((mid, parse_cgi(p.stdout)[0]))
+
+        def drainer():
+            while not stop.is_set():
+                r = run_drain(self.sb, "run", "--max-time", "3")
+                with lock:
+                    answers.append(("drain", 200 if r.returncode == 0
+                                    else r.returncode))
+
+        threads = [threading.Thread(target=fastcgi, args=(k,))
+                   for k in range(6)]
+        threads += [threading.Thread(target=cgi),
+                    threading.Thread(target=drainer)]
+        for t in threads:
+            t.start()
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < self.LOAD_FOR:     # a while, no goal
+                try:
+                    mtimes.add(os.stat(self.sb.db).st_mtime_ns)
+                except OSError:
+                    pass
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(120)
+        bad = [a for a in answers if a[1] != 200]
+        self.assertEqual(bad, [], self.log())
+        self.assertNotIn("not as the last checkpoint left it", self.log())
+        # Checkpoints did run meanwhile (only they write the file).
+        self.assertGreaterEqual(len(mtimes), 3)
+        self.srv.stop()
+        self.srv = None
+        ids_answered_200_are_stored(
+            self, self.sb.db, [a[0] for a in answers if a[0] != "drain"])
 
 
 class TestSmallDisk(FaultCase):
@@ -673,7 +849,7 @@ class TestClockSteps(FaultCase):
         open(marker, "w").close()
         self.srv = Lighttpd(self.sb, procs=1, extra_env={
             "LD_PRELOAD": FAKETIME, "FAKETIME": "+1d",
-            "FAKETIME_DONT_RESET": "1"})
+            "FAKETIME_DONT_RESET": "1", "NO_FAKE_STAT": "1"})
         mid = self.new_id("tomorrow")
         body = event_body(mid)
         st, _, _ = self.srv.deliver(SECRET_A, mid, body,

@@ -30,7 +30,7 @@ SHOTS = os.environ.get("REPORT_SHOTS", "/tmp/webhook-report-shots")
 def at(t):
     """Environment that starts a process's clock at Unix time t."""
     import time as _t
-    return {"LD_PRELOAD": FAKETIME, "TZ": "UTC",
+    return {"LD_PRELOAD": FAKETIME, "TZ": "UTC", "NO_FAKE_STAT": "1",
             "FAKETIME": "@" + _t.strftime("%Y-%m-%d %H:%M:%S", _t.gmtime(t))}
 
 

@@ -168,8 +168,12 @@ def drain_env(sandbox, record=None, offset=None):
     if record:
         env["RECORD"] = record
     if offset:
+        # NO_FAKE_STAT: a clock step moves the clock, not the times of
+        # files already written; libfaketime would shift every mtime the
+        # process stats, and the inbox's stamps compare mtimes across
+        # processes (docs/durability.md).
         env.update(LD_PRELOAD=FAKETIME, FAKETIME="+%ds" % offset,
-                   FAKETIME_DONT_RESET="1")
+                   FAKETIME_DONT_RESET="1", NO_FAKE_STAT="1")
     return env
 
 

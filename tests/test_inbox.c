@@ -12,6 +12,7 @@
  * a plain sqlite3 connection.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2073,6 +2074,35 @@ START_TEST(note_run)
 END_TEST
 
 /*
+ * A receiver's group-commit connection on the fixture's inbox (*w, now
+ * also `ib`) and a handle on its shared page (*ws), with events of 8 KiB
+ * bodies (ids PREFIX00000 on; *n of them) stored until a checkpoint turn
+ * is due.  Returns the body (free it).
+ */
+static char *
+filled_for_a_turn(const char *prefix, struct inbox **w, struct walsync **ws,
+    int *n)
+{
+	struct inbox_options g = { .busy_timeout_ms = 2000,
+	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
+	char id[64], *body;
+	int i;
+
+	OK(inbox_open(dbpath, &g, w, &err));
+	ck_assert_int_eq(walsync_open(dbpath, ws, &err), 0);
+	body = calloc(1, 8192);
+	ck_assert_ptr_nonnull(body);
+	memset(body, 'x', 8191);
+	ib = *w;
+	for (i = 0; inbox_wal_frames(*w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
+		snprintf(id, sizeof id, "%s%05d", prefix, i);
+		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
+	}
+	*n = i;
+	return body;
+}
+
+/*
  * Checkpoint turns (inbox_wal_checkpoint_turn; SQLite's WAL-reset race,
  * walsync.h "Checkpoints"), through real connections: every commit opens
  * the gate (commit hook + WAL hook), a checkpoint closes it, a turn with no
@@ -2081,24 +2111,13 @@ END_TEST
  */
 START_TEST(checkpoint_turns_follow_commits)
 {
-	struct inbox_options g = { .busy_timeout_ms = 2000,
-	    .synchronous = INBOX_SYNC_FULL, .group_commit = 1, .short_lived = 0 };
 	struct inbox *plain = ib, *w = NULL;
 	struct walsync *ws = NULL;
 	struct walsync_turn t;
 	char id[64], *body;
 	int i;
 
-	OK(inbox_open(dbpath, &g, &w, &err));
-	ck_assert_int_eq(walsync_open(dbpath, &ws, &err), 0);
-	body = calloc(1, 8192);
-	ck_assert_ptr_nonnull(body);
-	memset(body, 'x', 8191);
-	ib = w;
-	for (i = 0; inbox_wal_frames(w) < INBOX_WAL_CHECKPOINT_FRAMES; i++) {
-		snprintf(id, sizeof id, "msg_turn%05d", i);
-		OK(store_body(id, "t", NULL, NULL, NULL, NULL, body, 8191));
-	}
+	body = filled_for_a_turn("msg_turn", &w, &ws, &i);
 	walsync_peek(ws, &t);
 	ck_assert(t.open);
 	ck_assert_uint_eq(t.frames, (uint64_t)inbox_wal_frames(w));
@@ -2140,6 +2159,88 @@ START_TEST(checkpoint_turns_follow_commits)
 	walsync_close(ws);
 	inbox_close(w);
 	free(body);
+}
+END_TEST
+
+/* Write `data` over the start of the file at `path` without truncating
+ * it (dd conv=notrunc), in a child: closing a descriptor of the database
+ * in this process would drop SQLite's locks on it. */
+static void
+write_over(const char *path, const void *data, size_t len)
+{
+	pid_t kid;
+	int status;
+
+	if ((kid = fork()) == 0) {
+		int fd = open(path, O_WRONLY);
+		_exit(fd == -1 || write(fd, data, len) != (ssize_t)len);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * Stamps (walsync.h, "Stamps"; issue 21 item 5): a checkpoint turn stamps
+ * the file as it left it, and another connection that saw the file
+ * before it takes the change for that checkpoint's, not a stranger's
+ * (no false refusal).  Then a copy of the file from before the checkpoint
+ * written over it in place with the size and the mtime as they were (a
+ * coarse filesystem): found by the probe — both connections refuse, and
+ * a reopened one stores again.
+ */
+START_TEST(a_copy_with_the_same_mtime_is_found)
+{
+	struct inbox *plain = ib, *w = NULL;
+	struct walsync *ws = NULL;
+	struct walsync_stamp st;
+	struct timespec times[2];
+	struct stat before, after;
+	char *body, *old;
+	size_t oldlen;
+	FILE *f;
+	int i;
+
+	body = filled_for_a_turn("msg_stamp", &w, &ws, &i);
+	ck_assert_int_eq(stat(dbpath, &before), 0);
+	old = malloc((size_t)before.st_size + 1);
+	ck_assert_ptr_nonnull(old);
+	ck_assert_ptr_nonnull(f = fopen(dbpath, "rb"));
+	oldlen = fread(old, 1, (size_t)before.st_size, f);
+	fclose(f);	/* a read-only stdio handle: see write_over */
+
+	OK(inbox_maintain(w, &err));		/* the turn runs, and stamps */
+	ck_assert_int_eq(stat(dbpath, &after), 0);
+	ck_assert_int_eq(walsync_stamp_get(ws, (uint64_t)after.st_ino, &st), 1);
+	ck_assert_uint_eq(st.size, (uint64_t)after.st_size);
+	ck_assert(st.sec == after.st_mtim.tv_sec && st.nsec == after.st_mtim.tv_nsec);
+	ck_assert_uint_gt(st.pgno, 1);		/* the last frame's page */
+
+	ib = plain;	/* saw the file before the checkpoint: not refused */
+	store("msg_stamp_plain", "t", NULL, NULL, NULL, NULL);
+	ib = w;
+	OK(store_body("msg_stamp_w", "t", NULL, NULL, NULL, NULL, "{}", 2));
+
+	write_over(dbpath, old, oldlen);
+	times[0] = after.st_atim;
+	times[1] = after.st_mtim;
+	ck_assert_int_eq(utimensat(AT_FDCWD, dbpath, times, 0), 0);
+	ck_assert_int_eq(stat(dbpath, &before), 0);
+	ck_assert(before.st_size == after.st_size &&
+	    before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+
+	ck_assert_int_eq(store_body("msg_stamp_x1", "t", NULL, NULL, NULL, NULL,
+	    "{}", 2), INBOX_FAILED);
+	ck_assert_msg(contains(ERR, "replaced or truncated in place"), "%s", ERR);
+	ib = plain;	/* the other connection too: the epoch moved */
+	ck_assert_int_eq(store_body("msg_stamp_x2", "t", NULL, NULL, NULL, NULL,
+	    "{}", 2), INBOX_FAILED);
+	inbox_close(w);
+	inbox_close(plain);
+	ib = open_at(dbpath, 2000);	/* reopened on the file as it is */
+	store("msg_stamp_again", "t", NULL, NULL, NULL, NULL);
+	walsync_close(ws);
+	free(body);
+	free(old);
 }
 END_TEST
 
@@ -2224,6 +2325,7 @@ inbox_suite(void)
 	tcase_add_test(tc, store_and_duplicate);
 	tcase_add_test(tc, store_empty_and_clockless);
 	tcase_add_test(tc, checkpoint_turns_follow_commits);
+	tcase_add_test(tc, a_copy_with_the_same_mtime_is_found);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("due");

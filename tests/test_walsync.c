@@ -631,6 +631,98 @@ START_TEST(one_checkpointer_at_a_time)
 }
 END_TEST
 
+/* Stamps (walsync.h): current only in the epoch and for the inode they
+ * were written for, read by every handle; a finding moves the epoch once
+ * however many connections make it; void clears. */
+START_TEST(a_stamp_is_current_in_its_epoch_for_its_file)
+{
+	char db[256];
+	struct walsync *a, *b;
+	struct walsync_stamp s = { .sec = 1700000000, .nsec = 123, .size = 8192,
+	    .pgno = 7, .hash = 0xfeedULL }, got;
+	uint64_t e;
+
+	db_path(db, sizeof db, "stamp");
+	a = open_ok(db);
+	b = open_ok(db);
+	ck_assert_int_eq(walsync_stamp_get(b, 42, &got), 0);	/* never */
+	e = walsync_epoch(a);
+	walsync_stamp_set(a, e, 42, &s);
+	ck_assert_int_eq(walsync_stamp_get(b, 42, &got), 1);
+	ck_assert(got.sec == s.sec && got.nsec == s.nsec && got.size == s.size &&
+	    got.pgno == s.pgno && got.hash == s.hash);
+	ck_assert_int_eq(walsync_stamp_get(b, 43, &got), 0);	/* another file */
+	/* Two connections find the same copy: one step. */
+	walsync_epoch_bump(a, e);
+	walsync_epoch_bump(b, e);
+	ck_assert(walsync_epoch(b) == e + 1);
+	ck_assert_int_eq(walsync_stamp_get(b, 42, &got), 0);	/* old epoch */
+	walsync_stamp_set(b, e + 1, 42, &s);
+	ck_assert_int_eq(walsync_stamp_get(a, 42, &got), 1);
+	walsync_stamp_void(a);
+	ck_assert_int_eq(walsync_stamp_get(b, 42, &got), 0);
+	walsync_close(a);
+	walsync_close(b);
+}
+END_TEST
+
+/* A checkpointer killed mid-checkpoint may have written the file without
+ * stamping it: the turn that ends its checkpoint voids the stamp, so that
+ * nobody takes its pages for a stranger's. */
+START_TEST(a_checkpointer_killed_mid_checkpoint_voids_the_stamp)
+{
+	char db[256];
+	struct walsync *a;
+	struct walsync_stamp s = { .sec = 1, .size = 4096, .pgno = 1 }, got;
+	struct walsync_turn t;
+	pid_t kid;
+	int status;
+
+	setup();
+	db_path(db, sizeof db, "stampdead");
+	a = open_ok(db);
+	walsync_stamp_set(a, walsync_epoch(a), 42, &s);
+	commit_frames(a, 2000);
+	if ((kid = fork()) == 0) {
+		struct walsync *c = open_ok(db);
+		struct walsync_turn u;
+		if (walsync_turn_begin(c, &u) != 1)
+			_exit(1);
+		walsync_turn_checkpoint(c);
+		raise(SIGKILL);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(walsync_stamp_get(a, 42, &got), 1);
+	ck_assert_int_eq(walsync_turn_begin(a, &t), 0);	/* ends it */
+	ck_assert_int_eq(walsync_stamp_get(a, 42, &got), 0);
+	walsync_close(a);
+}
+END_TEST
+
+/* The role outside a turn: one holder at a time, turns included. */
+START_TEST(the_role_is_tried_not_waited_for)
+{
+	char db[256];
+	struct walsync *a, *b;
+	struct walsync_turn t;
+
+	setup();
+	db_path(db, sizeof db, "roletry");
+	a = open_ok(db);
+	b = open_ok(db);
+	ck_assert_int_eq(walsync_role_try(a), 1);
+	ck_assert_int_eq(walsync_role_try(b), 0);
+	commit_frames(b, 2000);
+	ck_assert_int_eq(walsync_turn_begin(b, &t), 0);
+	walsync_role_release(a);
+	ck_assert_int_eq(walsync_role_try(b), 1);
+	walsync_role_release(b);
+	walsync_close(a);
+	walsync_close(b);
+}
+END_TEST
+
 /* A file that is not ours is refused with its name; NULL syncs alone. */
 START_TEST(a_foreign_file_is_refused)
 {
@@ -754,6 +846,9 @@ suite(void)
 	tcase_add_test(tc, a_commit_begun_before_the_checkpoint_ended_does_not_count);
 	tcase_add_test(tc, a_checkpointer_killed_mid_checkpoint_closes_the_gate);
 	tcase_add_test(tc, one_checkpointer_at_a_time);
+	tcase_add_test(tc, a_stamp_is_current_in_its_epoch_for_its_file);
+	tcase_add_test(tc, a_checkpointer_killed_mid_checkpoint_voids_the_stamp);
+	tcase_add_test(tc, the_role_is_tried_not_waited_for);
 	tcase_add_test(tc, a_foreign_file_is_refused);
 	tcase_add_test(tc, created_group_writable);
 	tcase_add_test(tc, an_existing_file_is_left_as_it_is);
