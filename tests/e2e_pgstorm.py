@@ -419,8 +419,9 @@ class TestPgStorm(unittest.TestCase):
         finally:
             reports = st.close()
         self.assertEqual(reports, [], "sanitizer reports:\n" + "\n".join(reports))
-        self.assertEqual(problems, [], "seed %d: %d problems:\n%s" % (
-            st.seed, len(problems), "\n".join(problems[:40])))
+        if problems:
+            self.fail("seed %d: %d problems:\n%s" % (st.seed, len(problems),
+                                                     "\n".join(problems[:40])))
 
 
 if __name__ == "__main__":
