@@ -43,11 +43,11 @@ import unittest
 import ledger
 import pgserver
 import provider_sim as ps
-from e2e_storm import LATENCY_BOUND, Storm, ppid, say, storm_events, storm_seed
-from harness import SECRET_A, DRAIN, FCGI, Sandbox, Lighttpd, write_conf
+from e2e_storm import LATENCY_BOUND, READ_BODY, Storm, ppid, say, storm_events, storm_seed
+from harness import SECRET_A, DRAIN, Sandbox, Lighttpd, write_conf
 
 # Changes published in make test: a few hundred, over SPAN seconds.
-DEFAULT_EVENTS = 300
+DEFAULT_EVENTS = 250
 SPAN = 25.0
 # When, as a fraction of the storm's changes: the drainer kills (a flag
 # the next handler claims), the PostgreSQL restarts (stop mode).
@@ -73,18 +73,7 @@ SCHEDULE = (0.2, 0.5, 1, 2, 4, 8, 16, 16, 16, 16)
 HANDLER = r"""#!/bin/sh
 printf 'start\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_OBJECT:-}" \
 	"${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" "$PPID" >> "$RECORD"
-b=
-while IFS= read -r l || [ -n "$l" ]; do b="$b$l
-"; done
-case "$b" in
-*'"updated_at":"'*) u=${b#*\"updated_at\":\"}; u=${u%%\"*} ;;
-*) u=- ;;
-esac
-case "$b" in
-'{"id":"'*) i=${b#\{\"id\":\"}; i=${i%%\"*} ;;
-*) i=- ;;
-esac
-for f in "$SLOW_DIR"/*.flag; do
+""" + READ_BODY + r"""for f in "$SLOW_DIR"/*.flag; do
 	if [ -e "$f" ] && mkdir "$f.claimed" 2>/dev/null; then
 		printf '%s\t%s\n' "$WEBHOOK_ID" "$$" > "$f.tmp" && mv "$f.tmp" "$f.who"
 		sleep 1

@@ -60,8 +60,9 @@ SPAN = 40.0
 # stdin, WEBHOOK_STALE.  Builtins only, so the handler costs one exec.
 # The first handler to claim $SLOW_FLAG (mkdir is atomic) says who it is
 # and sleeps 1 s: the kill variant's drain is killed in that second.
-HANDLER = r"""#!/bin/sh
-b=
+# READ_BODY: stdin into $b, data.updated_at into $u, the body's "id"
+# into $i ("-" when absent); e2e_pgstorm's handler reads the same way.
+READ_BODY = r"""b=
 while IFS= read -r l || [ -n "$l" ]; do b="$b$l
 "; done
 case "$b" in
@@ -72,7 +73,8 @@ case "$b" in
 '{"id":"'*) i=${b#\{\"id\":\"}; i=${i%%\"*} ;;
 *) i=- ;;
 esac
-if [ -n "${SLOW_FLAG:-}" ] && [ -e "$SLOW_FLAG" ] && mkdir "$SLOW_FLAG.claimed" 2>/dev/null; then
+"""
+HANDLER = "#!/bin/sh\n" + READ_BODY + r"""if [ -n "${SLOW_FLAG:-}" ] && [ -e "$SLOW_FLAG" ] && mkdir "$SLOW_FLAG.claimed" 2>/dev/null; then
 	printf '%s\t%s\n' "$WEBHOOK_ID" "$$" > "$SLOW_FLAG.tmp" && mv "$SLOW_FLAG.tmp" "$SLOW_FLAG.who"
 	sleep 1
 fi
