@@ -369,14 +369,7 @@ class PgStorm(Storm):
                 "total_s": round(self.t_end - self.t0, 1) if self.t_end else None}
 
     def close(self):
-        self.stop.set()
-        self.cron_stop.set()
-        with self.live_lock:
-            procs = [v[0] for v in self.live.values()]
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        self.kill_drains()
         for s in self.srvs:
             s.stop()
         reports = [r for h in self.hosts for r in h.sanitizer_reports()]

@@ -439,7 +439,8 @@ class Storm:
         self.t_end = time.monotonic()
         return self
 
-    def close(self):
+    def kill_drains(self):
+        """Every thread told to stop, every drain still running killed."""
         self.stop.set()
         self.cron_stop.set()
         with self.live_lock:
@@ -448,6 +449,9 @@ class Storm:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+    def close(self):
+        self.kill_drains()
         self.srv.stop()
         reports = self.sb.sanitizer_reports()
         self.sb.cleanup()
