@@ -56,9 +56,10 @@ RESTART_AT = ((0.35, "fast"), (0.6, "immediate"))
 # How long PostgreSQL stays down once stopped (seconds): long enough that
 # deliveries meet it down.
 DOWN_S = 1.5
-# Drainers that lost PostgreSQL may fail up to this long after it came
-# back (a statement already in flight, the machine busy).
-OUTAGE_SLACK_S = 10.0
+# Drainers that lost PostgreSQL may fail, and receivers answer 503, up to
+# this long after it came back: a statement already in flight, a
+# receiver's reconnect backoff (5 s at most), a busy machine.
+OUTAGE_SLACK_S = 15.0
 # The provider's schedule, compressed: long enough to outlive a restart
 # on a busy machine (the receivers' reconnect backoff is 5 s at most).
 SCHEDULE = (0.2, 0.5, 1, 2, 4, 8, 16, 16, 16, 16)
