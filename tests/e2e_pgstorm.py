@@ -76,7 +76,7 @@ printf 'start\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_OBJECT:-}" \
 	"${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" "$PPID" >> "$RECORD"
 """ + READ_BODY + r"""for f in "$SLOW_DIR"/*.flag; do
 	if [ -e "$f" ] && mkdir "$f.claimed" 2>/dev/null; then
-		printf '%s\t%s\n' "$WEBHOOK_ID" "$$" > "$f.tmp" && mv "$f.tmp" "$f.who"
+		printf '%s\t%s\t%s\n' "$WEBHOOK_ID" "$$" "$PPID" > "$f.tmp" && mv "$f.tmp" "$f.who"
 		sleep 1
 		break
 	fi
@@ -196,7 +196,12 @@ class PgStorm(Storm):
                     continue
                 done.add(k)
                 with open(who) as f:
-                    mid, pid = f.read().rstrip("\n").split("\t")
+                    mid, pid, parent = f.read().rstrip("\n").split("\t")
+                if int(parent) in self.killed_drains:
+                    # Flags left unclaimed while PostgreSQL was down: a
+                    # drainer's two slots took two, and it is dead already.
+                    self.killed_ids.append(mid)
+                    continue
                 p = self.drain_above(int(pid))
                 if p is None:
                     self.problems_extra.append("slow handler %s (%s): no webhook-drain of "
