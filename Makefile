@@ -205,11 +205,13 @@ test: deps
 test-all: test-build san tsan static-bins $(if $(wildcard docs/HOSTING.md),dist-tarball)
 	WEBHOOK_STATIC_BUILT=1 tests/run
 
-# The storm (tests/e2e_storm.py) at full size, outside make test: its
-# deliveries and kills scaled up, and a fixed seed if STORM_SEED is given.
+# The storms (tests/e2e_storm.py on SQLite, tests/e2e_pgstorm.py on
+# PostgreSQL) at full size, outside make test: their deliveries scaled up,
+# and a fixed seed if STORM_SEED (PGSTORM_SEED) is given.
 STORM_EVENTS ?= 6000
+PGSTORM_EVENTS ?= 3000
 storm: all
-	STORM_EVENTS=$(STORM_EVENTS) tests/run e2e_storm
+	STORM_EVENTS=$(STORM_EVENTS) PGSTORM_EVENTS=$(PGSTORM_EVENTS) tests/run storm
 
 bench: deps
 	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/history_cost \

@@ -35,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (SECRET_A, SECRET_B, DRAIN, FCGI, ROOT, Sandbox, Lighttpd,
                      write_conf)
+import ledger
 import provider_sim as ps
 
 # Never configured: deliveries signed with it must be refused.
@@ -59,8 +60,9 @@ SPAN = 40.0
 # stdin, WEBHOOK_STALE.  Builtins only, so the handler costs one exec.
 # The first handler to claim $SLOW_FLAG (mkdir is atomic) says who it is
 # and sleeps 1 s: the kill variant's drain is killed in that second.
-HANDLER = r"""#!/bin/sh
-b=
+# READ_BODY: stdin into $b, data.updated_at into $u, the body's "id"
+# into $i ("-" when absent); e2e_pgstorm's handler reads the same way.
+READ_BODY = r"""b=
 while IFS= read -r l || [ -n "$l" ]; do b="$b$l
 "; done
 case "$b" in
@@ -71,7 +73,8 @@ case "$b" in
 '{"id":"'*) i=${b#\{\"id\":\"}; i=${i%%\"*} ;;
 *) i=- ;;
 esac
-if [ -n "${SLOW_FLAG:-}" ] && [ -e "$SLOW_FLAG" ] && mkdir "$SLOW_FLAG.claimed" 2>/dev/null; then
+"""
+HANDLER = "#!/bin/sh\n" + READ_BODY + r"""if [ -n "${SLOW_FLAG:-}" ] && [ -e "$SLOW_FLAG" ] && mkdir "$SLOW_FLAG.claimed" 2>/dev/null; then
 	printf '%s\t%s\n' "$WEBHOOK_ID" "$$" > "$SLOW_FLAG.tmp" && mv "$SLOW_FLAG.tmp" "$SLOW_FLAG.who"
 	sleep 1
 fi
@@ -81,8 +84,6 @@ printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_ATTEMPT:-}" \
 exit 0
 """
 
-Line = collections.namedtuple("Line", "id attempt object object_id created_at "
-                              "updated_at body_id stale")
 Run = collections.namedtuple("Run", "pid args rc out err killed started ended")
 
 
@@ -110,6 +111,8 @@ class Storm:
     webhook.fcgi workers, the simulator, cron-like drains and, with
     kill=True, the killers.  run() then check() (a list of problems,
     empty when everything held) and figures()."""
+    ENV = "STORM"       # the prefix of the variables that replay it
+
 
     def __init__(self, seed, events, objects=None, rate=None, procs=4, kill=False,
                  settle=1, fcgi=FCGI, drain=DRAIN, span=SPAN):
@@ -338,6 +341,15 @@ class Storm:
         return ps.Event(id=mid, type=key[0] + ".updated", relay=False, body=body,
                         kind=key[0], obj_id=obj_id)
 
+    def configure_secrets(self, secrets):
+        """The operator's side of the rotation: the receivers' config."""
+        write_conf(self.sb.conf, **dict(self.keys, secret=secrets))
+
+    def at_change(self, i):
+        """Before change i is published: the kill variant's slow flag."""
+        if self.kill and i == int(self.n * 0.4):
+            open(self.slow_flag, "w").close()
+
     def publish(self):
         rng = random.Random(self.seed + 4)
         n = self.n
@@ -345,27 +357,25 @@ class Storm:
         forge_at = {int(n * f): how for f, how in
                     ((0.1, "wrong_secret"), (0.3, "tampered"), (0.45, "old_timestamp"),
                      (0.7, "future_timestamp"), (0.9, "wrong_secret"))}
-        slow_at = int(n * 0.4)
         sent = []
         for i in range(n):
             wait = self.t0 + i / self.rate - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
             if i == add_both:
-                write_conf(self.sb.conf, **dict(self.keys, secret=[SECRET_A, SECRET_B]))
+                self.configure_secrets([SECRET_A, SECRET_B])
                 self.events_log.append((time.monotonic(), "config: secrets A and B"))
             if i == drop_a:
                 # The operator drops the old secret a moment before the
                 # provider switches: what is in flight signed with A gets
                 # 401 and comes back signed with B.
-                write_conf(self.sb.conf, **dict(self.keys, secret=[SECRET_B]))
+                self.configure_secrets([SECRET_B])
                 self.events_log.append((time.monotonic(), "config: secret B only"))
             if i == switch_b:
                 time.sleep(0.3)
                 self.dlv.set_secrets([SECRET_B])
                 self.events_log.append((time.monotonic(), "simulator: signing with B"))
-            if self.kill and i == slow_at:
-                open(self.slow_flag, "w").close()
+            self.at_change(i)
             if i in forge_at:
                 self.dlv.forge(self.forged_event(rng, i), forge_at[i], secret=SECRET_C)
             if rng.random() < 0.03:
@@ -393,17 +403,23 @@ class Storm:
                     fn.__name__, e, traceback.format_exc()))
         return threading.Thread(target=body, daemon=True, name=fn.__name__)
 
-    def run(self):
-        say("seed=%d events=%d objects=%d rate=%.0f/s kill=%s  (replay: STORM_SEED=%d "
-            "STORM_EVENTS=%d)" % (self.seed, self.n, self.objects, self.rate, self.kill,
-                                  self.seed, self.n))
-        self.t0 = time.monotonic()
-        threads = [self.guarded(self.cron)]
+    def background(self):
+        """The threads beside the publisher: (drains, watchers).  Watchers
+        end on self.stop, drains on self.cron_stop (after the watchers)."""
+        watchers = []
         if self.kill:
             self.worker_pids = [p for p in self.srv.workers() if exe(p) == self.fcgi_real]
-            threads += [self.guarded(self.watch_workers), self.guarded(self.kill_workers),
+            watchers = [self.guarded(self.watch_workers), self.guarded(self.kill_workers),
                         self.guarded(self.watch_slow)]
-        for t in threads:
+        return [self.guarded(self.cron)], watchers
+
+    def run(self):
+        say("seed=%d events=%d objects=%d rate=%.0f/s kill=%s  (replay: %s_SEED=%d "
+            "%s_EVENTS=%d)" % (self.seed, self.n, self.objects, self.rate, self.kill,
+                               self.ENV, self.seed, self.ENV, self.n))
+        self.t0 = time.monotonic()
+        drains, watchers = self.background()
+        for t in drains + watchers:
             t.start()
         try:
             self.publish()
@@ -413,16 +429,18 @@ class Storm:
             self.t_delivered = time.monotonic()
         finally:
             self.stop.set()
-            for t in threads[1:]:
+            for t in watchers:
                 t.join(10)
             self.cron_stop.set()
-            threads[0].join()
+            for t in drains:
+                t.join()
             self.dlv.stop()
         self.drain_until_idle()
         self.t_end = time.monotonic()
         return self
 
-    def close(self):
+    def kill_drains(self):
+        """Every thread told to stop, every drain still running killed."""
         self.stop.set()
         self.cron_stop.set()
         with self.live_lock:
@@ -431,6 +449,9 @@ class Storm:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+    def close(self):
+        self.kill_drains()
         self.srv.stop()
         reports = self.sb.sanitizer_reports()
         self.sb.cleanup()
@@ -448,7 +469,7 @@ class Storm:
                     if len(c) != 8 or not raw.endswith("\n"):
                         self.torn.append(raw)
                         continue
-                    out.append(Line(*c))
+                    out.append(ledger.Line(*c))
         return out
 
     def inbox(self):
@@ -457,162 +478,21 @@ class Storm:
             " updated_at FROM events")}
 
     def check(self):
-        """Every property of the issue, as a list of problems."""
+        """Every property of the issue, as a list of problems
+        (tests/ledger.py's checks, then the kill's and the runs')."""
         P = list(self.problems_extra)
-        L = self.ledger
         rows = self.inbox()
-        sent = dict(L.sent)
-        acked = set(L.acked)
         lines = self.handed()
         P += ["torn record line: %r" % raw for raw in self.torn]
-
-        # Every acknowledged webhook-id in the inbox, once (the primary key
-        # says once), byte for byte.
-        for mid in sorted(acked):
-            if mid not in rows:
-                P.append("LOST: %s was acknowledged (200) but is not in the inbox; "
-                         "attempts: %s" % (mid, self.attempts_text(mid)))
-            elif bytes(rows[mid]["body"]) != sent[mid].body:
-                P.append("%s stored with a body other than the one sent" % mid)
-        # Nothing unacknowledged claimed stored: a stored id was sent, and
-        # if never acknowledged, some attempt may have committed it.
-        for mid in sorted(rows):
-            if mid in L.forged:
-                P.append("FORGED %s (%s) was stored" % (mid, L.forged[mid][0]))
-            elif mid not in sent:
-                P.append("the inbox holds %s, which the simulator never sent" % mid)
-            elif mid not in acked and not L.maybe_stored(mid):
-                P.append("%s is stored though every attempt was refused: %s"
-                         % (mid, self.attempts_text(mid)))
-        for mid, (how, status) in sorted(L.forged.items()):
-            if status != 401:
-                P.append("forged delivery %s (%s) answered %s, not 401" % (mid, how, status))
-        for mid in sorted(L.gave_up):
-            P.append("%s never acknowledged, schedule ran out: %s"
-                     % (mid, self.attempts_text(mid)))
-        # No answer slower than the bound; no timeout but the simulator's
-        # own impatience.
-        for a in L.attempts:
-            if a.error == "timeout" or (a.status is not None and a.latency > LATENCY_BOUND):
-                P.append("SLOW: %s attempt %d (%s): %s after %.3f s (bound %.1f s)"
-                         % (a.id, a.n, a.kind, a.status or a.error, a.latency, LATENCY_BOUND))
-        if not self.kill:
-            for a in L.attempts:
-                if a.status is not None and a.status >= 500:
-                    P.append("%s attempt %d answered %d in a storm without kills"
-                             % (a.id, a.n, a.status))
-
-        # Hand-outs: once each, except the one in hand at the drain's kill.
+        allowed = {self.killed_id: 2} if self.killed_id else {}
+        P += ledger.check_all(self.ledger, rows, lines, LATENCY_BOUND, self.kill, allowed)
         count = collections.Counter(l.id for l in lines)
-        for mid, n in sorted(count.items()):
-            if n > 1 and mid != self.killed_id:
-                P.append("DOUBLE: %s handed out %d times (attempts %s)"
-                         % (mid, n, [l.attempt for l in lines if l.id == mid]))
         if self.kill:
             if self.killed_id is None:
                 P.append("the drain kill did not happen (no handler claimed the slow flag)")
             elif count[self.killed_id] < 1:
                 P.append("%s was in hand at the kill and never handed out again"
                          % self.killed_id)
-            elif count[self.killed_id] > 2:
-                P.append("%s (in hand at the kill) handed out %d times"
-                         % (self.killed_id, count[self.killed_id]))
-        for l in lines:
-            ev = sent.get(l.id)
-            if l.id not in rows or ev is None:
-                P.append("handed out %s, which is not in the inbox or was never sent" % l.id)
-                continue
-            if ev.relay:
-                if l.object or l.object_id or l.created_at:
-                    P.append("relay %s handed out with an object or clock: %r" % (l.id, l))
-                continue
-            want = (ev.kind, str(ev.obj_id), ev.created_at,
-                    "-" if ev.updated_ns is None else ps.iso(ev.updated_ns), ev.id)
-            got = (l.object, l.object_id, l.created_at, l.updated_at, l.body_id)
-            if got != want:
-                P.append("%s handed out as %r, sent as %r" % (l.id, got, want))
-            if l.stale != "0":
-                P.append("%s handed out with WEBHOOK_STALE=%s" % (l.id, l.stale))
-        # No handler fails in a storm: WEBHOOK_ATTEMPT counts hand-outs, 1,
-        # and 2 for the one handed out again after the drain's kill.
-        nth = collections.Counter()
-        for l in lines:
-            nth[l.id] += 1
-            if l.attempt != str(nth[l.id]):
-                P.append("%s hand-out %d came with WEBHOOK_ATTEMPT=%s" % (l.id, nth[l.id],
-                                                                          l.attempt))
-        # Final states: done exactly for what was handed out, stale for the rest.
-        for mid, r in sorted(rows.items()):
-            ev = sent.get(mid)
-            if r["state"] == "done" and mid not in count:
-                P.append("%s is done but the handler never got it" % mid)
-            elif r["state"] == "stale":
-                if mid in count:
-                    P.append("%s is stale but was handed out" % mid)
-                if ev is not None and ev.relay:
-                    P.append("relay %s marked stale" % mid)
-            elif r["state"] not in ("done", "stale"):
-                P.append("%s left %s (attempts %d)" % (mid, r["state"], r["attempts"]))
-
-        # Never handed out while a newer event of the same object had been
-        # done, in the drainer's own terms (DESIGN.md "Stale rule"): strictly
-        # older by createdAt than the newest createdAt done, or by
-        # updated_at than the newest updated_at done.  Hand-outs are
-        # serialised (the run lock, held even by an orphaned handler), so the
-        # record's order is the hand-out order; an id's last hand-out is the
-        # one marked done (the killed one's first was not).
-        last_at = {l.id: i for i, l in enumerate(lines)}
-        done_c, done_u = {}, {}
-        for i, l in enumerate(lines):
-            ev = sent.get(l.id)
-            if ev is None or ev.relay:
-                continue
-            k = ev.key
-            if k in done_c and ev.created_ns < done_c[k][0]:
-                P.append("ORDER: %s (createdAt %s) handed out after %s (createdAt %s) of %s:%s "
-                         "was done" % (ev.id, ev.created_at, done_c[k][1],
-                                       sent[done_c[k][1]].created_at, k[0], k[1]))
-            if (ev.updated_ns is not None and k in done_u
-                    and ev.updated_ns < done_u[k][0]):
-                P.append("ORDER: %s (updated_at %s) handed out after %s (updated_at %s) of "
-                         "%s:%s was done" % (ev.id, ps.iso(ev.updated_ns), done_u[k][1],
-                                             ps.iso(done_u[k][0]), k[0], k[1]))
-            if last_at[l.id] == i:
-                if k not in done_c or ev.created_ns > done_c[k][0]:
-                    done_c[k] = (ev.created_ns, ev.id)
-                if ev.updated_ns is not None and (k not in done_u or ev.updated_ns > done_u[k][0]):
-                    done_u[k] = (ev.updated_ns, ev.id)
-        # A stale event is strictly older than something done for its object.
-        for mid, r in sorted(rows.items()):
-            ev = sent.get(mid)
-            if r["state"] != "stale" or ev is None or ev.relay:
-                continue
-            k = ev.key
-            if not ((k in done_c and ev.created_ns < done_c[k][0]) or
-                    (ev.updated_ns is not None and k in done_u and ev.updated_ns < done_u[k][0])):
-                P.append("%s marked stale, but nothing newer of %s:%s was done" % (mid, k[0], k[1]))
-
-        # For every object, the last state the handler applied is the
-        # simulator's newest event for it (compared by createdAt: events of
-        # one write share it; truncated events carry no updated_at).
-        newest = {}
-        for ev in sent.values():
-            if not ev.relay and (ev.key not in newest or ev.created_ns > newest[ev.key].created_ns):
-                newest[ev.key] = ev
-        applied = {}
-        for l in lines:
-            ev = sent.get(l.id)
-            if ev is not None and not ev.relay:
-                applied[ev.key] = ev
-        for k, ev in sorted(newest.items()):
-            a = applied.get(k)
-            if a is None:
-                P.append("FINAL: %s:%s: the handler never applied anything; newest is %s (%s)"
-                         % (k[0], k[1], ev.id, ev.created_at))
-            elif a.created_ns != ev.created_ns:
-                P.append("FINAL: %s:%s: last applied %s (%s), newest sent %s (%s)"
-                         % (k[0], k[1], a.id, a.created_at, ev.id, ev.created_at))
-
         # Every run exited 0 and said nothing (overlapping ones included),
         # except the one killed on purpose.
         for r in self.runs:
@@ -624,10 +504,6 @@ class Storm:
                 P.append("webhook-drain %s (pid %d): exit %d, stdout %r, stderr %r"
                          % (" ".join(r.args), r.pid, r.rc, r.out[:300], r.err[:300]))
         return P
-
-    def attempts_text(self, mid):
-        return ", ".join("%s#%d %s %.3fs" % (a.kind, a.n, a.status or a.error, a.latency)
-                         for a in self.ledger.attempts_of(mid))
 
     def figures(self):
         L = self.ledger
@@ -683,13 +559,13 @@ class Storm:
         }
 
 
-def storm_seed():
-    s = os.environ.get("STORM_SEED")
+def storm_seed(env="STORM"):
+    s = os.environ.get(env + "_SEED")
     return int(s) if s else random.SystemRandom().randrange(1, 10 ** 6)
 
 
-def storm_events(default=DEFAULT_EVENTS):
-    return int(os.environ.get("STORM_EVENTS", default))
+def storm_events(default=DEFAULT_EVENTS, env="STORM"):
+    return int(os.environ.get(env + "_EVENTS", default))
 
 
 class TestStorm(unittest.TestCase):

@@ -417,8 +417,10 @@ class World:
 # ---- the ledger ------------------------------------------------------------
 
 class Attempt:
+    """One delivery attempt: target is the host:port it went to,
+    retry_after the answer's Retry-After header (None without one)."""
     __slots__ = ("id", "kind", "n", "t", "latency", "status", "error", "secrets", "ok",
-                 "answer")
+                 "answer", "target", "retry_after")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -534,7 +536,9 @@ class Deliverer:
     recorded as error "timeout(impatient)".  A worker that hits a broken
     connection (say the receiver was killed) counts a failure and retries.
     on_sent(webhook_id): called once a request is sent, before its answer
-    is read (a test kills things there).
+    is read (a test kills things there).  url may be a list: each attempt
+    goes to one of them at random, as a load balancer in front of several
+    web hosts would send it (retries of one event may land on another).
     """
     IMPATIENT = 0.002
 
@@ -542,9 +546,12 @@ class Deliverer:
                  schedule=(0.2, 0.5, 1, 2, 4, 8, 16), dup_rate=0.03, dup_delay=(0.05, 2.0),
                  hold_rate=0.04, hold_range=(0.2, 3.0), impatient_rate=0.0,
                  on_sent=None):
-        u = urllib.parse.urlsplit(url)
-        self.host, self.port = u.hostname, u.port or 80
-        self.path = (u.path or "/") + ("?" + u.query if u.query else "")
+        self.targets = []
+        for one in (url if isinstance(url, (list, tuple)) else [url]):
+            u = urllib.parse.urlsplit(one)
+            self.targets.append((u.hostname, u.port or 80,
+                                 (u.path or "/") + ("?" + u.query if u.query else "")))
+        self.lb_rng = random.Random(seed + 7)      # under self.cv
         self.secrets = list(secrets)
         self.ledger = ledger or Ledger()
         self.rng = random.Random(seed)
@@ -658,18 +665,23 @@ class Deliverer:
         answer's first 64 bytes are left in self.answer (per thread)."""
         timeout = self.timeout if timeout is None else timeout
         self.local.answer = b""
+        self.local.retry_after = None
+        with self.cv:
+            host, port, path = self.lb_rng.choice(self.targets)
+        self.local.target = "%s:%d" % (host, port)
         headers = {"webhook-id": msg_id, "webhook-timestamp": str(ts),
                    "webhook-signature": sig, "content-type": content_type,
                    "user-agent": "provider-sim/1"}
         t0 = time.monotonic()
         status = err = None
-        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        c = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
-            c.request("POST", self.path, body=body, headers=headers)
+            c.request("POST", path, body=body, headers=headers)
             if self.on_sent:
                 self.on_sent(msg_id)
             r = c.getresponse()
             self.local.answer = r.read(2048)[:64]   # the provider keeps 2 KB
+            self.local.retry_after = r.getheader("Retry-After")
             status = r.status
         except socket.timeout:
             err = "timeout"
@@ -709,7 +721,9 @@ class Deliverer:
         self.ledger.add_attempt(Attempt(id=ev.id, kind=job.kind, n=job.n, t=t_start,
                                         latency=lat, status=status, error=err,
                                         secrets=labels, ok=ok,
-                                        answer=self.local.answer.decode("utf-8", "replace")))
+                                        answer=self.local.answer.decode("utf-8", "replace"),
+                                        target=self.local.target,
+                                        retry_after=self.local.retry_after))
         if job.kind == "forged":
             with self.ledger.lock:
                 self.ledger.forged[ev.id] = (job.forged[0], status)
