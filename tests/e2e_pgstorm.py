@@ -69,15 +69,18 @@ SCHEDULE = (0.2, 0.5, 1, 2, 4, 8, 16, 16, 16, 16)
 # it ends (the 8 fields of tests/ledger.py's Line, then the drainer's
 # pid); each line one write(2) with O_APPEND.  Builtins only.  A handler
 # that claims one of $SLOW_DIR's flags (mkdir is atomic) says who it is
-# and sleeps 1 s: its drainer is SIGKILLed in that second.  $PPID is the
-# drainer (/bin/sh -c execs the handler).
+# and waits until the killer has SIGKILLed its drainer (the flag's .done),
+# at most 4 s (under handler_timeout): a fixed second was outlasted by a
+# busy machine's killer thread.  $PPID is the drainer (/bin/sh -c execs
+# the handler).
 HANDLER = r"""#!/bin/sh
 printf 'start\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_OBJECT:-}" \
 	"${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" "$PPID" >> "$RECORD"
 """ + READ_BODY + r"""for f in "$SLOW_DIR"/*.flag; do
 	if [ -e "$f" ] && mkdir "$f.claimed" 2>/dev/null; then
 		printf '%s\t%s\t%s\n' "$WEBHOOK_ID" "$$" "$PPID" > "$f.tmp" && mv "$f.tmp" "$f.who"
-		sleep 1
+		n=0
+		while [ ! -e "$f.done" ] && [ $n -lt 80 ]; do sleep 0.05; n=$((n + 1)); done
 		break
 	fi
 done
@@ -120,7 +123,7 @@ class PgStorm(Storm):
         with open(self.handler, "w") as f:
             f.write(HANDLER)
         os.chmod(self.handler, 0o755)
-        # handler_timeout: far above the slow handler's second on a busy
+        # handler_timeout: above the slow handler's wait (at most 4 s) on a busy
         # machine; the lease (lib/drain.h) is then 5 + 2 + 10 + 4 = 21 s.
         self.keys = {"database": db, "secret": [SECRET_A], "handler": self.handler,
                      "settle": "%ds" % self.settle, "handler_timeout": "5s",
@@ -197,28 +200,32 @@ class PgStorm(Storm):
                 done.add(k)
                 with open(who) as f:
                     mid, pid, parent = f.read().rstrip("\n").split("\t")
+                release = os.path.join(self.slow_dir, "%d.flag.done" % k)
                 if int(parent) in self.killed_drains:
                     # Flags left unclaimed while PostgreSQL was down: a
                     # drainer's two slots took two, and it is dead already.
                     self.killed_ids.append(mid)
+                    open(release, "w").close()
                     continue
                 p = self.drain_above(int(pid))
                 if p is None:
                     self.problems_extra.append("slow handler %s (%s): no webhook-drain of "
                                                "ours above it" % (pid, mid))
+                    open(release, "w").close()
                     continue
                 self.killed_drains.add(p)
                 os.kill(p, signal.SIGKILL)
                 self.killed_ids.append(mid)
+                open(release, "w").close()
                 self.events_log.append((time.monotonic(), "SIGKILL webhook-drain %d while "
                                         "its handler ran %s" % (p, mid)))
 
     def drain_above(self, pid):
         """The webhook-drain of ours that pid (a handler) runs under, or
         None.  A drainer can reach its handler before start_run's thread
-        has noted its pid (the machine busy): look again for up to half
-        of the slow handler's second."""
-        deadline = time.monotonic() + 0.5
+        has noted its pid (the machine busy): look again for up to 3 s
+        (the slow handler waits for the killer, at most 4 s)."""
+        deadline = time.monotonic() + 3
         while True:
             with self.live_lock:
                 drains = set(self.live)
