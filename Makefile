@@ -41,7 +41,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/inbox_stamp.c lib/inbox_copy.c lib/copy.c \
 	   lib/inbox_backend.c lib/inbox_pg.c lib/inbox_pg_px.c lib/inbox_pg_rules.c \
 	   lib/inbox_pg_ops.c lib/inbox_pg_copy.c \
-	   lib/handler.c lib/runlock.c lib/api.c \
+	   lib/handler.c lib/guard.c lib/runlock.c lib/api.c \
 	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
 	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
 	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c \
@@ -50,7 +50,7 @@ LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
 	   lib/report_html.c lib/report_prom.c
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o $(B)/lib/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
-	  test_inbox test_handler test_runlock test_walsync test_committer \
+	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
 	  test_sender test_status test_digest test_history test_copy \

@@ -17,7 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "handler.h"
+
+/* The guard could not be had once: said once per process, not per event. */
+static int guard_warned;
 
 /* Append to the output tail, keeping only the last HANDLER_OUTPUT_KEEP. */
 static void
@@ -215,6 +219,13 @@ handler_start(const char *command, const void *input, size_t input_len,
 		(void)buf_printf(err, "spawn /bin/sh: %s", strerror(rc));
 		goto fail;
 	}
+	/* Killed with us if we are killed (guard.h); without a guard the
+	 * handler still runs, as it always could. */
+	if (guard_watch(j->pid) == -1 && !guard_warned) {
+		guard_warned = 1;
+		log_msg("handler: no guard (%s): a handler outlives a drainer "
+		    "killed with SIGKILL", strerror(errno));
+	}
 	free_env(envp, nown);
 	close(inpipe[0]);
 	close(outpipe[1]);
@@ -312,6 +323,17 @@ job_write(struct handler_job *j)
 	}
 }
 
+/* 1 when the shell has exited, leaving it unreaped (a zombie). */
+static int
+leader_exited(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) ==
+	    0 && si.si_pid == pid;
+}
+
 /*
  * One step of job j with its poll results (p[0] output, p[1] stdin,
  * p[2] pidfd; first: before any poll).  Returns 1 once it finished.
@@ -323,11 +345,15 @@ job_step(struct handler_job *j, const struct pollfd *p, int first,
 	job_timers(j, now);
 	if (!j->reaped && (first || j->pidfd == -1 ||
 	    (p[2].revents & (POLLIN | POLLHUP | POLLERR))) &&
-	    waitpid(j->pid, &j->status, WNOHANG) == j->pid) {
+	    leader_exited(j->pid)) {
+		/* Stray processes of the group: end them (handler.h); then
+		 * off the guard's list.  Both while the shell is a zombie, so
+		 * its pid -- the group's number -- is not yet free for reuse. */
+		kill(-j->pid, SIGKILL);
+		guard_forget(j->pid);
+		(void)waitpid(j->pid, &j->status, 0);
 		j->reaped = 1;
 		j->reaped_at = now;
-		/* Stray processes of the group: end them (handler.h). */
-		kill(-j->pid, SIGKILL);
 	}
 	if (j->out != -1 && (j->reaped || (p[0].revents & (POLLIN | POLLHUP |
 	    POLLERR))))

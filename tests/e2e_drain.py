@@ -285,27 +285,39 @@ class TestPlumbing(DrainBase):
         self.assertEqual(first.wait(30), 0)
         self.assertEqual(self.ids(), ["long"])
 
-    @harness.sqlite_only("the run lock held by the orphan; PostgreSQL's "
-                         "leases: e2e_postgresql")
+    @harness.sqlite_only("the run lock; PostgreSQL's leases: e2e_postgresql")
     def test_sigkill_mid_handler_hands_that_event_out_again_only(self):
-        write_conf(self.sb.conf, **dict(self.keys, handler_timeout="20s"))
+        # k2's first attempt would run a minute, a command of its own
+        # beside it.  The drainer is SIGKILLed meanwhile: its guard
+        # (lib/guard.h) kills the handler's whole group at once, which
+        # frees the run lock the handler inherited, so the next run hands
+        # k2 out again -- not after an orphan's minute, nor never (an
+        # orphan that hangs would hold the lock for good).
+        write_conf(self.sb.conf, **dict(self.keys, handler_timeout="120s"))
         self.deliver("k1", obj_id=1, created_at="2026-11-30T10:00:01Z")
         self.deliver("k2", obj_id=2, created_at="2026-11-30T10:00:02Z",
-                     behave="sleep_short")
+                     behave="sleep_once")
         self.deliver("k3", obj_id=3, created_at="2026-11-30T10:00:03Z")
         env = dict(os.environ, RECORD=self.record, **self.sb.env())
-        d = subprocess.Popen([DRAIN, "-c", self.sb.conf, "run"], env=env)
-        deadline = time.time() + 10
-        while "k2" not in self.ids() and time.time() < deadline:
+        with harness.reaped(subprocess.Popen([DRAIN, "-c", self.sb.conf, "run"],
+                                             env=env)) as d:
+            deadline = time.time() + 60
+            while "k2" not in self.ids():
+                self.assertLess(time.time(), deadline, "k2 never handed out")
+                time.sleep(0.05)
+            shells = [k for k, comm in harness.children(d.pid).items()
+                      if comm != "webhook-guard"]
+            self.assertEqual(len(shells), 1, harness.children(d.pid))
+            self.assertFalse(harness.group_gone(shells[0]))
+            d.send_signal(signal.SIGKILL)
+            d.wait()
+        deadline = time.time() + 30
+        while not harness.group_gone(shells[0]):
+            self.assertLess(time.time(), deadline, "k2's handler outlived its "
+                            "SIGKILLed drainer by 30 s")
             time.sleep(0.05)
-        d.send_signal(signal.SIGKILL)
-        d.wait()
-        # The orphaned handler (sleep 3) still holds the run lock.
         p = self.drain("run")
         self.assertEqual((p.returncode, p.stdout), (0, ""))
-        self.assertEqual(self.ids(), ["k1", "k2"])
-        time.sleep(3.5)
-        self.drain("run")
         self.assertEqual(self.ids(), ["k1", "k2", "k2", "k3"])
         self.assertEqual(self.state("k2")["attempts"], 2)
 

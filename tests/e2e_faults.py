@@ -18,8 +18,8 @@ import time
 import unittest
 
 from harness import (FAKETIME, FCGI, DRAIN, SECRET_A, FcgiProcess, Lighttpd, Sandbox,
-                     event_body, parse_cgi, run_drain, sign, signed_params,
-                     write_conf)
+                     children, event_body, group_gone, parse_cgi, run_drain,
+                     sign, signed_params, write_conf)
 
 # The provider gives up at 15 s; the receiver's own deadline is 10 s
 # (RECEIVE_DEADLINE_S).  Asserted against the provider's limit.
@@ -862,8 +862,9 @@ class TestClockSteps(FaultCase):
 
 
 class TestDrainerKilled(FaultCase):
-    """SIGKILL of the drainer while its handler runs (already passing):
-    the next run hands the event out again and finishes it; nothing lost."""
+    """SIGKILL of the drainer's process group while its handler runs: the
+    handler dies with it, and the next run hands the event out again and
+    finishes it; nothing lost."""
 
     def test_sigkill_mid_run(self):
         record = os.path.join(self.sb.dir, "record")
@@ -884,12 +885,21 @@ class TestDrainerKilled(FaultCase):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not os.path.exists(record):
             time.sleep(0.1)
+        shells = [k for k, comm in children(d.pid).items()
+                  if comm != "webhook-guard"]
+        self.assertEqual(len(shells), 1, children(d.pid))
+        self.assertFalse(group_gone(shells[0]))
         os.killpg(d.pid, 9)
         d.communicate()
-        # The orphaned handler (its own process group) ends too; a run
-        # overlapping it would exit quietly, as documented.
-        open(record + ".go", "w").close()
-        time.sleep(0.5)
+        # The handler (a process group of its own) is killed by the
+        # drainer's guard (a group of its own too, lib/guard.h), so it
+        # neither runs on without a deadline nor holds the run lock.
+        deadline = time.monotonic() + 30
+        while not group_gone(shells[0]):
+            self.assertLess(time.monotonic(), deadline,
+                            "the handler outlived its killed drainer")
+            time.sleep(0.05)
+        open(record + ".go", "w").close()     # the next attempt ends
         # The killed hand-out counts as a failed attempt: its retry is
         # due later (libfaketime, no sleeping).
         self.run_to_done(mid, offset=3600)

@@ -11,7 +11,8 @@ scenario:
   duplicates, replays, hold-backs that reorder an object's events,
   forged deliveries, a secret rotation in the middle;
 - drainers SIGKILLed while their handler runs (three times): their lease
-  expires and another drainer hands the event out again;
+  expires and another drainer hands the event out again, and the
+  drainer's guard has killed its handlers at once (no end line from any);
 - PostgreSQL restarted mid-storm, twice (`pg_ctl stop -m fast`, then
   `-m immediate`: a crash and its recovery): the receivers answer 503 with
   Retry-After while it is down and 200 after, the simulator retries as
@@ -45,6 +46,7 @@ import pgserver
 import provider_sim as ps
 from e2e_storm import LATENCY_BOUND, READ_BODY, Storm, ppid, say, storm_events, storm_seed
 from harness import SECRET_A, DRAIN, Sandbox, Lighttpd, write_conf
+from harness import gone, group_gone as gone_group
 
 # Changes published in make test: a few hundred, over SPAN seconds.
 DEFAULT_EVENTS = 250
@@ -56,6 +58,9 @@ RESTART_AT = ((0.35, "fast"), (0.6, "immediate"))
 # How long PostgreSQL stays down once stopped (seconds): long enough that
 # deliveries meet it down.
 DOWN_S = 1.5
+# How long a SIGKILLed drainer's handler may outlive it: the guard kills
+# it within microseconds; this only bounds a test whose guard failed.
+GUARD_WAIT_S = 20.0
 # Drainers that lost PostgreSQL may fail, and receivers answer 503, up to
 # this long after it came back: a statement already in flight, a
 # receiver's reconnect backoff (5 s at most), a busy machine.
@@ -65,28 +70,36 @@ OUTAGE_SLACK_S = 15.0
 SCHEDULE = (0.2, 0.5, 1, 2, 4, 8, 16, 16, 16, 16)
 
 # Each hand-out: a "start" line when the handler starts (webhook-id,
-# object, object id, createdAt, the drainer's pid) and an "end" line when
-# it ends (the 8 fields of tests/ledger.py's Line, then the drainer's
-# pid); each line one write(2) with O_APPEND.  Builtins only.  A handler
-# that claims one of $SLOW_DIR's flags (mkdir is atomic) says who it is
-# and waits until the killer has SIGKILLed its drainer (the flag's .done),
-# at most 4 s (under handler_timeout): a fixed second was outlasted by a
-# busy machine's killer thread.  $PPID is the drainer (/bin/sh -c execs
-# the handler).
+# object, object id, createdAt, the drainer's pid, the handler's process
+# group) and an "end" line when it ends (the 8 fields of tests/ledger.py's
+# Line, then the drainer's pid); each line one write(2) with O_APPEND.
+# Builtins only.  The drainer spawns `/bin/sh -c HANDLER`, which runs
+# this script as its child (dash does not exec the last command of -c):
+# $PPID is that shell, whose pid is the group's, and the drainer is its
+# parent (/proc's stat, field 4; $PPID itself were dash ever to exec).
+# A handler that claims one of $SLOW_DIR's flags (mkdir is atomic) says
+# who it is and waits: its drainer is SIGKILLed meanwhile, and the
+# drainer's guard (lib/guard.h) must kill it at once, so it never writes
+# its end line.  It waits at most 30 s (an orphan the guard missed ends,
+# and is caught by its end line), or until the killer releases it (the
+# flag's .done) when it has no drainer to kill.
 HANDLER = r"""#!/bin/sh
-printf 'start\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_OBJECT:-}" \
-	"${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" "$PPID" >> "$RECORD"
+read -r st < /proc/$PPID/stat
+set -- $st
+if [ "$2" = "(sh)" ]; then DRAINER=$4; else DRAINER=$PPID; fi
+printf 'start\t%s\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_OBJECT:-}" \
+	"${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" "$DRAINER" "$PPID" >> "$RECORD"
 """ + READ_BODY + r"""for f in "$SLOW_DIR"/*.flag; do
 	if [ -e "$f" ] && mkdir "$f.claimed" 2>/dev/null; then
-		printf '%s\t%s\t%s\n' "$WEBHOOK_ID" "$$" "$PPID" > "$f.tmp" && mv "$f.tmp" "$f.who"
+		printf '%s\t%s\t%s\n' "$WEBHOOK_ID" "$$" "$DRAINER" > "$f.tmp" && mv "$f.tmp" "$f.who"
 		n=0
-		while [ ! -e "$f.done" ] && [ $n -lt 80 ]; do sleep 0.05; n=$((n + 1)); done
+		while [ ! -e "$f.done" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
 		break
 	fi
 done
 printf 'end\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$WEBHOOK_ID" "${WEBHOOK_ATTEMPT:-}" \
 	"${WEBHOOK_OBJECT:-}" "${WEBHOOK_OBJECT_ID:-}" "${WEBHOOK_CREATED_AT:-}" \
-	"$u" "$i" "${WEBHOOK_STALE:-0}" "$PPID" >> "$RECORD"
+	"$u" "$i" "${WEBHOOK_STALE:-0}" "$DRAINER" >> "$RECORD"
 exit 0
 """
 
@@ -185,8 +198,44 @@ class PgStorm(Storm):
                                            "out for %d s" % (args, p.pid, self.long_wait))
                 p.kill()
                 p.wait()
+            self.after_run(p.pid)
             self.reap()
             self.cron_stop.wait(rng.uniform(0.1, 0.4))
+
+    def after_run(self, drainer):
+        """The run `drainer` has ended (well, killed, or failed with the
+        database): a hand-out of its still open in the record -- killed,
+        no end line -- must be gone, the guard (lib/guard.h) having
+        killed the handler's group when the drainer died.  Then a "gone"
+        line ends them all: the next hand-out of their events may start."""
+        ended, handlers = set(), {}
+        if not os.path.exists(self.record):     # nothing handed out yet
+            return
+        with open(self.record) as f:
+            for raw in f:
+                c = raw.rstrip("\n").split("\t")
+                if c[0] == "start" and len(c) == 7 and c[5] == str(drainer):
+                    handlers[c[1]] = int(c[6])
+                elif c[0] == "end" and len(c) == 10 and c[9] == str(drainer):
+                    ended.add(c[1])
+        open_ones = {m: h for m, h in handlers.items() if m not in ended}
+        if not open_ones:
+            return
+        deadline = time.monotonic() + GUARD_WAIT_S
+        for mid, shell in open_ones.items():
+            while not gone_group(shell):
+                if time.monotonic() > deadline:
+                    self.problems_extra.append(
+                        "ORPHAN: handler %d (%s) still runs %.0f s after its drainer %d "
+                        "ended" % (shell, mid, GUARD_WAIT_S, drainer))
+                    try:
+                        os.killpg(shell, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    break
+                time.sleep(0.01)
+        with open(self.record, "a") as f:   # one write, O_APPEND
+            f.write("gone\t%d\n" % drainer)
 
     def killer(self):
         """When a handler that claimed a slow flag says who it is, SIGKILL
@@ -203,11 +252,17 @@ class PgStorm(Storm):
                 release = os.path.join(self.slow_dir, "%d.flag.done" % k)
                 if int(parent) in self.killed_drains:
                     # Flags left unclaimed while PostgreSQL was down: a
-                    # drainer's two slots took two, and it is dead already.
+                    # drainer's two slots took two, and it is dead already
+                    # (so is this handler, if the guard did its work).
                     self.killed_ids.append(mid)
-                    open(release, "w").close()
                     continue
                 p = self.drain_above(int(pid))
+                if p is None and gone(int(pid)):
+                    # Its drainer ended first (it lost PostgreSQL), and
+                    # the guard took the handler with it: in hand at a
+                    # drainer's death all the same.
+                    self.killed_ids.append(mid)
+                    continue
                 if p is None:
                     self.problems_extra.append("slow handler %s (%s): no webhook-drain of "
                                                "ours above it" % (pid, mid))
@@ -216,7 +271,6 @@ class PgStorm(Storm):
                 self.killed_drains.add(p)
                 os.kill(p, signal.SIGKILL)
                 self.killed_ids.append(mid)
-                open(release, "w").close()
                 self.events_log.append((time.monotonic(), "SIGKILL webhook-drain %d while "
                                         "its handler ran %s" % (p, mid)))
 
@@ -224,7 +278,7 @@ class PgStorm(Storm):
         """The webhook-drain of ours that pid (a handler) runs under, or
         None.  A drainer can reach its handler before start_run's thread
         has noted its pid (the machine busy): look again for up to 3 s
-        (the slow handler waits for the killer, at most 4 s)."""
+        (the slow handler waits for the kill, at most 30 s)."""
         deadline = time.monotonic() + 3
         while True:
             with self.live_lock:
@@ -266,8 +320,10 @@ class PgStorm(Storm):
             with open(self.record) as f:
                 for raw in f:
                     c = raw.rstrip("\n").split("\t")
-                    if raw.endswith("\n") and c[0] == "start" and len(c) == 6:
+                    if raw.endswith("\n") and c[0] == "start" and len(c) == 7:
                         marks.append(("start", c[1], (c[2], c[3]) if c[3] else None, c[5]))
+                    elif raw.endswith("\n") and c[0] == "gone" and len(c) == 2:
+                        marks.append(("gone", None, None, c[1]))
                     elif raw.endswith("\n") and c[0] == "end" and len(c) == 10:
                         marks.append(("end", c[1], (c[3], c[4]) if c[4] else None, c[9]))
                         lines.append(ledger.Line(*c[1:9]))
@@ -288,8 +344,20 @@ class PgStorm(Storm):
         P += ["lease left after the drain: %r" % r for r in
               pgserver.query(self.sb.db, "SELECT * FROM leases")]
         # Never two hand-outs of one event, nor of one object, at once.
-        open_id, open_obj = {}, {}
+        open_id, open_obj, dead = {}, {}, set()
         for what, mid, obj, pid in marks:
+            if what == "gone":
+                # The drainer and (its guard's work) its handlers are gone
+                # here: their hand-outs end, none of them may go on.
+                dead.add(pid)
+                for m in [m for m, d in open_id.items() if d == pid]:
+                    del open_id[m]
+                    for o in [o for o, x in open_obj.items() if x == m]:
+                        del open_obj[o]
+                continue
+            if pid in dead:
+                P.append("ORPHAN: %s %s under drainer %s after it ended" % (
+                    mid, "started" if what == "start" else "ended", pid))
             if what == "start":
                 if mid in open_id:
                     P.append("OVERLAP: %s started (drainer %s) while its hand-out by "
@@ -321,7 +389,8 @@ class PgStorm(Storm):
                         P.append("DOUBLE: %s handed out by drainer %d, which ended well, "
                                  "and again after (by %s)" % (mid, pid, pids[1:]))
         for mid in self.killed_ids:
-            if len(seen.get(mid, ())) < 2:
+            # The killed hand-out wrote no end line: one is the next.
+            if not seen.get(mid):
                 P.append("%s was in hand at a drainer's kill and not handed out again"
                          % mid)
         if len(self.killed_ids) != len(KILL_AT):

@@ -206,6 +206,49 @@ def reaped(p):
             p.wait()
 
 
+def gone(pid):
+    """True when process pid has ended: no such process, or a zombie
+    (an orphan's zombie waits for whoever reaps for init here)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def group_gone(pgid):
+    """True when no live process (zombies aside) is in process group
+    pgid: a handler's shell and whatever it started."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return False
+    return True
+
+
+def children(pid):
+    """The pids of process pid's children, with their command names."""
+    kids = {}
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                for k in f.read().split():
+                    try:
+                        with open("/proc/%s/comm" % k) as c:
+                            kids[int(k)] = c.read().strip()
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    return kids
+
+
 def record_lines(path):
     """What a test's handler appended to path, one hand-out a line: each
     line's tab-separated fields, in order; [] while nothing was."""

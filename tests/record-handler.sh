@@ -26,6 +26,12 @@ sleep)
 	sleep 59.917 ;;
 sleep_short)
 	sleep 3 ;;
+sleep_once)
+	# The first attempt as "sleep"; the next ones end at once.
+	if [ "$WEBHOOK_ATTEMPT" = 1 ]; then
+		(sleep 59.917; echo "orphan survived" >> "$RECORD.orphans") &
+		sleep 59.917
+	fi ;;
 chatty)
 	i=0; while [ $i -lt 3000 ]; do echo "line $i of noisy output"; i=$((i+1)); done
 	echo "THE END" ;;

@@ -1,0 +1,319 @@
+/*
+ * test_guard: lib/guard.c — a handler does not outlive its drainer.
+ *
+ * Each test forks a stand-in drainer D that starts handlers (process
+ * groups of their own) and puts them in the guard's care, tells the test
+ * their pids over a pipe, and waits.  The test SIGKILLs D, as kill -9 or
+ * the OOM killer would.  The test process is a child subreaper, so D's
+ * orphans (handlers and guard) become its children: it waits for each and
+ * reads how it ended, instead of guessing from kill(pid, 0).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/guard.h"
+#include "lib/handler.h"
+#include "tests/check_common.h"
+
+/* Far above the microseconds a kill takes: reached only when nothing
+ * kills the process, and then the test fails on it. */
+#define WAIT_S	30
+
+/* A handler stand-in: a process group of its own that sleeps, with one
+ * child of its own in the group (a shell's command, say). */
+static pid_t
+start_group(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		(void)setpgid(0, 0);
+		if (fork() == 0) {
+			pause();
+			_exit(0);
+		}
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	(void)setpgid(pid, pid);	/* as posix_spawn's SETPGROUP does */
+	return pid;
+}
+
+/* How child `pid` (-1: any child) ended: waits at most WAIT_S.  -1:
+ * still running. */
+static int
+wait_end(pid_t pid, int *status)
+{
+	struct timespec step = { 0, 10 * 1000000 };
+
+	for (int i = 0; i < WAIT_S * 100; i++) {
+		pid_t got = waitpid(pid, status, WNOHANG);
+		if (got > 0 && (pid == -1 || got == pid))
+			return 0;
+		ck_assert_msg(got == 0, "waitpid %ld: %s", (long)pid,
+		    strerror(errno));
+		nanosleep(&step, NULL);
+	}
+	return -1;
+}
+
+static void
+read_pids(int fd, pid_t *p, size_t n)
+{
+	ck_assert_int_eq(read(fd, p, n * sizeof *p), (ssize_t)(n * sizeof *p));
+}
+
+static void
+assert_killed(pid_t pid, const char *what)
+{
+	int st = 0;
+
+	ck_assert_msg(wait_end(pid, &st) == 0, "%s %ld still runs %d s after "
+	    "its drainer was killed", what, (long)pid, WAIT_S);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	    "%s ended with status 0x%x, not SIGKILL", what, st);
+}
+
+/* The guard's descriptors: the pipe's read end only. */
+static int
+open_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
+	ck_assert((d = opendir(path)) != NULL);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* D with two watched groups (and a file it holds open, as a drainer
+ * holds its run lock): killed, both groups end with SIGKILL -- their
+ * inner children too -- and the guard exits 0. */
+START_TEST(killed_drainer_takes_its_handlers)
+{
+	int p[2];
+	pid_t d, got[3];
+	int st;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((d = fork()) == 0) {
+		pid_t h[3];
+		FILE *f = tmpfile();
+
+		(void)f;
+		signal(SIGPIPE, SIG_IGN);
+		h[0] = start_group();
+		h[1] = start_group();
+		if (guard_watch(h[0]) != 0 || guard_watch(h[1]) != 0)
+			_exit(2);
+		h[2] = guard_pid();
+		(void)write(p[1], h, sizeof h);
+		pause();
+		_exit(0);
+	}
+	read_pids(p[0], got, 3);
+	ck_assert_int_gt(got[2], 0);
+	/* Closing the drainer's descriptors is the guard's first act after
+	 * the fork: give it the time a loaded machine takes. */
+	for (int i = 0; i < WAIT_S * 100 && open_fds(got[2]) != 1; i++)
+		nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
+	ck_assert_int_eq(open_fds(got[2]), 1);
+	kill(d, SIGKILL);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	assert_killed(got[0], "handler");
+	assert_killed(got[1], "handler");
+	ck_assert_int_eq(wait_end(got[2], &st), 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The groups' inner children, orphaned to us too, are gone: no
+	 * child of ours is left. */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(wait_end(-1, &st) == 0, "a command in a handler's "
+		    "group still runs");
+		ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+/* A forgotten group (its handler reaped, in real use) is not the guard's
+ * to kill; a drainer that exits normally is gone just the same. */
+START_TEST(forgotten_groups_are_left_alone)
+{
+	int p[2];
+	pid_t d, got[2];
+	int st;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((d = fork()) == 0) {
+		pid_t h[2];
+
+		signal(SIGPIPE, SIG_IGN);
+		h[0] = start_group();
+		h[1] = start_group();
+		if (guard_watch(h[0]) != 0 || guard_watch(h[1]) != 0)
+			_exit(2);
+		guard_forget(h[1]);
+		(void)write(p[1], h, sizeof h);
+		_exit(0);
+	}
+	read_pids(p[0], got, 2);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_killed(got[0], "watched handler");
+	/* The forgotten one runs on: the guard has exited, so nothing
+	 * will kill it but us. */
+	ck_assert_int_eq(waitpid(got[1], &st, WNOHANG), 0);
+	kill(-got[1], SIGKILL);
+	ck_assert_int_eq(waitpid(got[1], &st, 0), got[1]);
+}
+END_TEST
+
+/* The guard killed by hand: the next guard_watch starts another and
+ * tells it every group still watched, not only the new one. */
+START_TEST(a_killed_guard_is_replaced_with_the_whole_list)
+{
+	int p[2];
+	pid_t d, got[4];
+	int st;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((d = fork()) == 0) {
+		pid_t h[4];
+
+		signal(SIGPIPE, SIG_IGN);
+		h[0] = start_group();
+		if (guard_watch(h[0]) != 0)
+			_exit(2);
+		h[2] = guard_pid();
+		kill(h[2], SIGKILL);
+		if (waitpid(h[2], NULL, 0) != h[2])
+			_exit(3);
+		h[1] = start_group();
+		if (guard_watch(h[1]) != 0)
+			_exit(4);
+		h[3] = guard_pid();
+		(void)write(p[1], h, sizeof h);
+		pause();
+		_exit(0);
+	}
+	read_pids(p[0], got, 4);
+	ck_assert_int_gt(got[3], 0);
+	ck_assert_int_ne(got[3], got[2]);
+	kill(d, SIGKILL);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	assert_killed(got[0], "handler watched by the first guard");
+	assert_killed(got[1], "handler watched by the second guard");
+}
+END_TEST
+
+/* `kill -9 -PGID` of the drainer's process group (a wrapper's, a
+ * script's) does not take the guard with it: it has a group of its own. */
+START_TEST(a_group_kill_of_the_drainer_leaves_the_guard)
+{
+	int p[2];
+	pid_t d, got[2];
+	int st;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((d = fork()) == 0) {
+		pid_t h[2];
+
+		(void)setpgid(0, 0);
+		signal(SIGPIPE, SIG_IGN);
+		h[0] = start_group();
+		if (guard_watch(h[0]) != 0)
+			_exit(2);
+		h[1] = guard_pid();
+		(void)write(p[1], h, sizeof h);
+		pause();
+		_exit(0);
+	}
+	(void)setpgid(d, d);
+	read_pids(p[0], got, 2);
+	/* The guard leaves the group as its first act after the fork. */
+	for (int i = 0; i < WAIT_S * 100 && getpgid(got[1]) != got[1]; i++)
+		nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
+	ck_assert_int_eq(getpgid(got[1]), got[1]);
+	ck_assert_int_eq(kill(-d, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	assert_killed(got[0], "handler");
+	ck_assert_int_eq(wait_end(got[1], &st), 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
+/* Through lib/handler.c: a handler_start job is watched, so a killed
+ * drainer's shell and the command it started both end. */
+START_TEST(handler_start_is_guarded)
+{
+	int p[2];
+	pid_t d, got;
+	int st;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((d = fork()) == 0) {
+		struct handler_job *j;
+		struct buf err;
+		pid_t h;
+
+		signal(SIGPIPE, SIG_IGN);
+		buf_init(&err, 256);
+		j = handler_start("sleep 60 & sleep 60; wait", NULL, 0, NULL, 0,
+		    60LL * 1000000000, &err);
+		if (j == NULL)
+			_exit(2);
+		h = (pid_t)handler_job_pid(j);
+		(void)write(p[1], &h, sizeof h);
+		pause();
+		_exit(0);
+	}
+	read_pids(p[0], &got, 1);
+	kill(d, SIGKILL);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	assert_killed(got, "handler shell");
+}
+END_TEST
+
+static Suite *
+guard_suite(void)
+{
+	Suite *s = suite_create("guard");
+	TCase *tc = tcase_create("guard");
+
+	tcase_set_timeout(tc, 4 * WAIT_S);
+	tcase_add_test(tc, killed_drainer_takes_its_handlers);
+	tcase_add_test(tc, forgotten_groups_are_left_alone);
+	tcase_add_test(tc, a_killed_guard_is_replaced_with_the_whole_list);
+	tcase_add_test(tc, a_group_kill_of_the_drainer_leaves_the_guard);
+	tcase_add_test(tc, handler_start_is_guarded);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return check_main(guard_suite());
+}
