@@ -22,16 +22,20 @@ import threading
 import time
 import unittest
 
+import harness
 import pgserver
 from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox,
                      event_body, start_drain, write_conf)
 
-# $PPID: the drainer (/bin/sh -c "sh handler.sh": dash execs the last
-# command of -c).
+# $D: the drainer's pid.  The drainer spawns `/bin/sh -c HANDLER`, which
+# runs this script as its child (dash does not exec the last command of
+# -c): $PPID is that shell, one per hand-out, and the drainer its parent
+# (field 4 of its /proc stat).
 HANDLER_LOG = r'''cat >/dev/null
-echo "start $WEBHOOK_ID $WEBHOOK_OBJECT_ID $WEBHOOK_ATTEMPT $PPID" >> "$RECORD"
+read -r st < /proc/$PPID/stat; set -- $st; D=$4
+echo "start $WEBHOOK_ID $WEBHOOK_OBJECT_ID $WEBHOOK_ATTEMPT $D" >> "$RECORD"
 sleep 0.1
-echo "end $WEBHOOK_ID $WEBHOOK_OBJECT_ID $WEBHOOK_ATTEMPT $PPID" >> "$RECORD"
+echo "end $WEBHOOK_ID $WEBHOOK_OBJECT_ID $WEBHOOK_ATTEMPT $D" >> "$RECORD"
 '''
 
 
@@ -261,8 +265,11 @@ class TestDrainers(PgBase):
             for i in range(0, len(mine), 2):
                 self.assertEqual((mine[i][0], mine[i + 1][0]), ("start", "end"))
                 self.assertEqual(mine[i][1], mine[i + 1][1])
-        # The drainers did share the work.
-        self.assertGreaterEqual(len({r[4] for r in starts}), 2)
+        # The drainers did share the work: hand-outs by two pids of
+        # theirs at least.
+        pids = {r[4] for r in starts}
+        self.assertLessEqual(pids, {str(p.pid) for p in procs})
+        self.assertGreaterEqual(len(pids), 2)
         self.assertEqual(self.rows("SELECT count(*) AS n FROM events WHERE"
                                    " state = 'done'"), [{"n": 48}])
         self.assertEqual(self.rows("SELECT count(*) AS n FROM leases"),
@@ -274,7 +281,8 @@ class TestDrainers(PgBase):
         with open(self.handler, "w") as f:
             f.write('cat >/dev/null\n'
                     'if [ "$WEBHOOK_ATTEMPT" = 1 ] && [ "$WEBHOOK_ID" = slow ];'
-                    ' then touch %s; sleep 30; exit 1; fi\n' % marker +
+                    ' then echo $PPID > %s.tmp; mv %s.tmp %s; sleep 30; exit 1; fi\n'
+                    % (marker, marker, marker) +
                     HANDLER_LOG)
         # The drainer is killed while this handler runs: the test has its
         # 8 s to do so on a busy machine; the lease lasts longer.
@@ -286,11 +294,21 @@ class TestDrainers(PgBase):
         while not os.path.exists(marker):
             self.assertLess(time.time(), deadline, "handler never started")
             time.sleep(0.02)
+        with open(marker) as f:
+            shell = int(f.read())
+        self.assertFalse(harness.group_gone(shell), "the handler's group")
         d.send_signal(signal.SIGKILL)
         d.communicate()
         lease = self.rows("SELECT kind, object_id, expires_at > now() AS live"
                           " FROM leases")
         self.assertEqual(lease, [{"kind": "o", "object_id": "1", "live": True}])
+        # Its guard (lib/guard.h) killed the handler with it: nothing of
+        # the first attempt runs on beside the hand-out after the lease.
+        deadline = time.time() + 30
+        while not harness.group_gone(shell):
+            self.assertLess(time.time(), deadline, "the handler outlived its "
+                            "SIGKILLed drainer by 30 s")
+            time.sleep(0.05)
         # Another object flows while this one's lease is held.
         self.deliver("other", obj_id=2)
         rc, out, err = self.drain("run")
