@@ -35,12 +35,16 @@ start_group(void)
 {
 	pid_t pid = fork();
 
+	/* alarm: a stand-in that nothing killed (the test failed) ends by
+	 * itself, and does not hold the test's output open for ever. */
 	if (pid == 0) {
 		(void)setpgid(0, 0);
 		if (fork() == 0) {
+			alarm(4 * WAIT_S);
 			pause();
 			_exit(0);
 		}
+		alarm(4 * WAIT_S);
 		pause();
 		_exit(0);
 	}
@@ -78,8 +82,11 @@ assert_killed(pid_t pid, const char *what)
 {
 	int st = 0;
 
-	ck_assert_msg(wait_end(pid, &st) == 0, "%s %ld still runs %d s after "
-	    "its drainer was killed", what, (long)pid, WAIT_S);
+	if (wait_end(pid, &st) != 0) {
+		kill(-pid, SIGKILL);
+		ck_abort_msg("%s %ld still runs %d s after its drainer was "
+		    "killed", what, (long)pid, WAIT_S);
+	}
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 	    "%s ended with status 0x%x, not SIGKILL", what, st);
 }
@@ -102,41 +109,82 @@ open_fds(pid_t pid)
 	return n;
 }
 
-/* D with two watched groups (and a file it holds open, as a drainer
- * holds its run lock): killed, both groups end with SIGKILL -- their
- * inner children too -- and the guard exits 0. */
-START_TEST(killed_drainer_takes_its_handlers)
+/*
+ * Fork the stand-in drainer D (a process group of its own, SIGPIPE
+ * ignored, as webhook-drain's): it runs body, which starts and watches
+ * handlers and fills out[0..n) with the pids the test needs, sends them
+ * over a pipe and then waits to be killed (body returns 0) or exits at
+ * once (1).  The test process becomes a child subreaper first.  Returns
+ * D's pid, with the pids in got.
+ */
+static pid_t
+drainer(int (*body)(pid_t *out), pid_t *got, size_t n)
 {
 	int p[2];
-	pid_t d, got[3];
-	int st;
+	pid_t d;
 
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	ck_assert_int_eq(pipe(p), 0);
 	if ((d = fork()) == 0) {
-		pid_t h[3];
-		FILE *f = tmpfile();
+		pid_t out[8] = { 0 };
+		int leave;
 
-		(void)f;
+		(void)setpgid(0, 0);
 		signal(SIGPIPE, SIG_IGN);
-		h[0] = start_group();
-		h[1] = start_group();
-		if (guard_watch(h[0]) != 0 || guard_watch(h[1]) != 0)
-			_exit(2);
-		h[2] = guard_pid();
-		(void)write(p[1], h, sizeof h);
-		pause();
+		leave = body(out);
+		if (write(p[1], out, n * sizeof *out) != (ssize_t)(n * sizeof *out))
+			_exit(9);
+		alarm(4 * WAIT_S);
+		if (!leave)
+			pause();
 		_exit(0);
 	}
-	read_pids(p[0], got, 3);
+	ck_assert_int_gt(d, 0);
+	(void)setpgid(d, d);
+	read_pids(p[0], got, n);
+	close(p[0]);
+	close(p[1]);
+	return d;
+}
+
+static void
+kill_drainer(pid_t d, int group)
+{
+	int st;
+
+	ck_assert_int_eq(kill(group ? -d : d, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(d, &st, 0), d);
+}
+
+/* Two watched groups, the guard's pid; a file held open, as a drainer
+ * holds its run lock. */
+static int
+two_watched(pid_t *out)
+{
+	(void)tmpfile();
+	out[0] = start_group();
+	out[1] = start_group();
+	if (guard_watch(out[0]) != 0 || guard_watch(out[1]) != 0)
+		_exit(2);
+	out[2] = guard_pid();
+	return 0;
+}
+
+/* D killed: both groups end with SIGKILL -- their inner children too --
+ * and the guard, which kept none of D's descriptors, exits 0. */
+START_TEST(killed_drainer_takes_its_handlers)
+{
+	pid_t got[3];
+	pid_t d = drainer(two_watched, got, 3);
+	int st;
+
 	ck_assert_int_gt(got[2], 0);
 	/* Closing the drainer's descriptors is the guard's first act after
 	 * the fork: give it the time a loaded machine takes. */
 	for (int i = 0; i < WAIT_S * 100 && open_fds(got[2]) != 1; i++)
 		nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
 	ck_assert_int_eq(open_fds(got[2]), 1);
-	kill(d, SIGKILL);
-	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	kill_drainer(d, 0);
 	assert_killed(got[0], "handler");
 	assert_killed(got[1], "handler");
 	ck_assert_int_eq(wait_end(got[2], &st), 0);
@@ -153,29 +201,45 @@ START_TEST(killed_drainer_takes_its_handlers)
 }
 END_TEST
 
+/* `kill -9 -PGID` of the drainer's process group (a wrapper's, a
+ * script's) does not take the guard with it: it has a group of its own. */
+START_TEST(a_group_kill_of_the_drainer_leaves_the_guard)
+{
+	pid_t got[3];
+	pid_t d = drainer(two_watched, got, 3);
+	int st;
+
+	/* The guard leaves the group as its first act after the fork. */
+	for (int i = 0; i < WAIT_S * 100 && getpgid(got[2]) != got[2]; i++)
+		nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
+	ck_assert_int_eq(getpgid(got[2]), got[2]);
+	kill_drainer(d, 1);
+	assert_killed(got[0], "handler");
+	assert_killed(got[1], "handler");
+	ck_assert_int_eq(wait_end(got[2], &st), 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
+static int
+one_forgotten(pid_t *out)
+{
+	out[0] = start_group();
+	out[1] = start_group();
+	if (guard_watch(out[0]) != 0 || guard_watch(out[1]) != 0)
+		_exit(2);
+	guard_forget(out[1]);
+	return 1;
+}
+
 /* A forgotten group (its handler reaped, in real use) is not the guard's
  * to kill; a drainer that exits normally is gone just the same. */
 START_TEST(forgotten_groups_are_left_alone)
 {
-	int p[2];
-	pid_t d, got[2];
+	pid_t got[2];
+	pid_t d = drainer(one_forgotten, got, 2);
 	int st;
 
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	ck_assert_int_eq(pipe(p), 0);
-	if ((d = fork()) == 0) {
-		pid_t h[2];
-
-		signal(SIGPIPE, SIG_IGN);
-		h[0] = start_group();
-		h[1] = start_group();
-		if (guard_watch(h[0]) != 0 || guard_watch(h[1]) != 0)
-			_exit(2);
-		guard_forget(h[1]);
-		(void)write(p[1], h, sizeof h);
-		_exit(0);
-	}
-	read_pids(p[0], got, 2);
 	ck_assert_int_eq(waitpid(d, &st, 0), d);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_killed(got[0], "watched handler");
@@ -187,112 +251,62 @@ START_TEST(forgotten_groups_are_left_alone)
 }
 END_TEST
 
+static int
+guard_replaced(pid_t *out)
+{
+	out[0] = start_group();
+	if (guard_watch(out[0]) != 0)
+		_exit(2);
+	out[2] = guard_pid();
+	kill(out[2], SIGKILL);
+	if (waitpid(out[2], NULL, 0) != out[2])
+		_exit(3);
+	out[1] = start_group();
+	if (guard_watch(out[1]) != 0)
+		_exit(4);
+	out[3] = guard_pid();
+	return 0;
+}
+
 /* The guard killed by hand: the next guard_watch starts another and
  * tells it every group still watched, not only the new one. */
 START_TEST(a_killed_guard_is_replaced_with_the_whole_list)
 {
-	int p[2];
-	pid_t d, got[4];
-	int st;
+	pid_t got[4];
+	pid_t d = drainer(guard_replaced, got, 4);
 
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	ck_assert_int_eq(pipe(p), 0);
-	if ((d = fork()) == 0) {
-		pid_t h[4];
-
-		signal(SIGPIPE, SIG_IGN);
-		h[0] = start_group();
-		if (guard_watch(h[0]) != 0)
-			_exit(2);
-		h[2] = guard_pid();
-		kill(h[2], SIGKILL);
-		if (waitpid(h[2], NULL, 0) != h[2])
-			_exit(3);
-		h[1] = start_group();
-		if (guard_watch(h[1]) != 0)
-			_exit(4);
-		h[3] = guard_pid();
-		(void)write(p[1], h, sizeof h);
-		pause();
-		_exit(0);
-	}
-	read_pids(p[0], got, 4);
 	ck_assert_int_gt(got[3], 0);
 	ck_assert_int_ne(got[3], got[2]);
-	kill(d, SIGKILL);
-	ck_assert_int_eq(waitpid(d, &st, 0), d);
+	kill_drainer(d, 0);
 	assert_killed(got[0], "handler watched by the first guard");
 	assert_killed(got[1], "handler watched by the second guard");
 }
 END_TEST
 
-/* `kill -9 -PGID` of the drainer's process group (a wrapper's, a
- * script's) does not take the guard with it: it has a group of its own. */
-START_TEST(a_group_kill_of_the_drainer_leaves_the_guard)
+static int
+one_handler(pid_t *out)
 {
-	int p[2];
-	pid_t d, got[2];
-	int st;
+	struct handler_job *j;
+	struct buf err;
 
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	ck_assert_int_eq(pipe(p), 0);
-	if ((d = fork()) == 0) {
-		pid_t h[2];
-
-		(void)setpgid(0, 0);
-		signal(SIGPIPE, SIG_IGN);
-		h[0] = start_group();
-		if (guard_watch(h[0]) != 0)
-			_exit(2);
-		h[1] = guard_pid();
-		(void)write(p[1], h, sizeof h);
-		pause();
-		_exit(0);
-	}
-	(void)setpgid(d, d);
-	read_pids(p[0], got, 2);
-	/* The guard leaves the group as its first act after the fork. */
-	for (int i = 0; i < WAIT_S * 100 && getpgid(got[1]) != got[1]; i++)
-		nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
-	ck_assert_int_eq(getpgid(got[1]), got[1]);
-	ck_assert_int_eq(kill(-d, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(d, &st, 0), d);
-	assert_killed(got[0], "handler");
-	ck_assert_int_eq(wait_end(got[1], &st), 0);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	buf_init(&err, 256);
+	j = handler_start("sleep 60 & sleep 60; wait", NULL, 0, NULL, 0,
+	    60LL * 1000000000, &err);
+	if (j == NULL)
+		_exit(2);
+	out[0] = (pid_t)handler_job_pid(j);
+	return 0;
 }
-END_TEST
 
 /* Through lib/handler.c: a handler_start job is watched, so a killed
  * drainer's shell and the command it started both end. */
 START_TEST(handler_start_is_guarded)
 {
-	int p[2];
-	pid_t d, got;
-	int st;
+	pid_t got[1];
+	pid_t d = drainer(one_handler, got, 1);
 
-	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	ck_assert_int_eq(pipe(p), 0);
-	if ((d = fork()) == 0) {
-		struct handler_job *j;
-		struct buf err;
-		pid_t h;
-
-		signal(SIGPIPE, SIG_IGN);
-		buf_init(&err, 256);
-		j = handler_start("sleep 60 & sleep 60; wait", NULL, 0, NULL, 0,
-		    60LL * 1000000000, &err);
-		if (j == NULL)
-			_exit(2);
-		h = (pid_t)handler_job_pid(j);
-		(void)write(p[1], &h, sizeof h);
-		pause();
-		_exit(0);
-	}
-	read_pids(p[0], &got, 1);
-	kill(d, SIGKILL);
-	ck_assert_int_eq(waitpid(d, &st, 0), d);
-	assert_killed(got, "handler shell");
+	kill_drainer(d, 0);
+	assert_killed(got[0], "handler shell");
 }
 END_TEST
 
