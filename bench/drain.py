@@ -50,6 +50,9 @@ Environment (all optional):
   BENCH_THREADS        wrk threads (default 2; see bench/run)
   BENCH_MAX_PROCS      lighttpd "max-procs" (default 4)
   BENCH_RESULTS        the file to append to (default bench/RESULTS.md)
+  BENCH_DRAIN_BASELINE another webhook-drain (an older commit's): it and ours
+                       drain the same events BENCH_AB_PAIRS times (default 3),
+                       alternating, each on a fresh inbox; reported as ratios
   B                    build directory (default build)
 
 Everything started here (lighttpd and its workers, wrk, webhook-drain) is
@@ -66,6 +69,7 @@ import resource
 import secrets
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -346,8 +350,55 @@ def drain_run(s, drain, conf, n, label):
 
 # ---- main ----------------------------------------------------------------------
 
+def drain_ab(s, drain, secret, events):
+    """BENCH_DRAIN_BASELINE: that webhook-drain and ours drain the same
+    events BENCH_AB_PAIRS times each, back to back, the order alternating,
+    each on a fresh inbox.  Returns (pairs, baseline path)."""
+    base = s.copy_bin(os.environ["BENCH_DRAIN_BASELINE"])
+    pairs = []
+    for k in range(bl.env_int("BENCH_AB_PAIRS", 3)):
+        got = {}
+        for who in (("base", "ours") if k % 2 == 0 else ("ours", "base")):
+            conf = os.path.join(s.work, "ab-%d-%s" % (k, who), "webhook.conf")
+            write_conf(conf, secret)
+            binary = base if who == "base" else drain
+            create_inbox(s, binary, conf)
+            fill(conf.replace("webhook.conf", "inbox.db"), events)
+            got[who] = drain_run(s, binary, conf, len(events), "ab%d-%s" % (k, who))
+        pairs.append(got)
+    return pairs, os.environ["BENCH_DRAIN_BASELINE"]
+
+
+def ab_lines(ab):
+    """RESULTS.md lines for drain_ab's pairs."""
+    pairs, path = ab
+    valid = [p for p in pairs if p["base"]["valid"] and p["ours"]["valid"]]
+    L = ["", "A/B against `%s` (BENCH_DRAIN_BASELINE; synchronous = FULL, the "
+         "same events, each drain on a fresh inbox, the order alternating):" % path,
+         "", "| pair | baseline events/s | ours events/s | ours ÷ baseline | "
+         "baseline CPU ms/event | ours CPU ms/event | valid |", "|--:|--:|--:|--:|--:|--:|---|"]
+    for k, p in enumerate(pairs):
+        b, o = p["base"], p["ours"]
+        L.append("| %d | %.0f | %.0f | %s | %.2f | %.2f | %s |" % (
+            k + 1, b["rate"], o["rate"], bl.ratio(o["rate"], b["rate"]),
+            b["cpu_ms_per_event"], o["cpu_ms_per_event"],
+            "yes" if p in valid else "**INVALID**"))
+    if valid:
+        L.append("")
+        L.append("Median of the valid pairs: events/s ours ÷ baseline **%s**, CPU "
+                 "per event ours ÷ baseline **%s**." % (
+                     bl.ratio(statistics.median(p["ours"]["rate"] for p in valid),
+                              statistics.median(p["base"]["rate"] for p in valid)),
+                     bl.ratio(statistics.median(p["ours"]["cpu_ms_per_event"]
+                                                for p in valid),
+                              statistics.median(p["base"]["cpu_ms_per_event"]
+                                                for p in valid))))
+    return L
+
+
 def main():
     s = bl.Session(PROG, "drain")
+    baseline = os.environ.get("BENCH_DRAIN_BASELINE")
     n_events = bl.env_int("BENCH_DRAIN_EVENTS", 10000)
     n_backlog = bl.env_int("BENCH_BACKLOG", 20000)
     conns = bl.env_int("BENCH_DRAIN_CONNS", 5)
@@ -399,6 +450,7 @@ def main():
     ceil2 = spawn_run(s, spawn, n_events)
     normal = drain_run(s, drain, dbs["drain-normal"], n_events, "drain-NORMAL")
     ceiling = (ceil1["rate"] + ceil2["rate"]) / 2
+    ab = drain_ab(s, drain, secret, events) if baseline else None
 
     # ---- 2. the receiver's latency, drainer idle and draining -------------
     servers = {}
@@ -566,6 +618,8 @@ def main():
     if notes:
         L.append("")
         L.extend(notes)
+    if ab:
+        L.extend(ab_lines(ab))
     L.append("")
     L.append("The receiver while the drainer works (lighttpd, webhook.fcgi "
              "\"max-procs\" => %d, synchronous = FULL; each run against its own "
