@@ -45,7 +45,14 @@ guard_main(int fd)
 	 * database sockets, not its terminal. */
 	for (int f = 0; f < fd; f++)
 		(void)close(f);
-	(void)close_range((unsigned)fd + 1, ~0U, 0);
+	if (close_range((unsigned)fd + 1, ~0U, 0) == -1) {
+		/* A kernel before 5.9 (ENOSYS): one by one, up to the limit. */
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (long f = fd + 1; f < (max > 0 && max < 65536 ? max : 65536);
+		    f++)
+			(void)close((int)f);
+	}
 	/* The guard must live until the drainer is gone, however it goes:
 	 * a group of its own, so that `kill -9 -PGID` of the drainer's
 	 * group (a cron wrapper's, a script's) leaves it to do its work,
