@@ -40,7 +40,7 @@ import time
 import unittest
 
 from harness import (ROOT, FCGI, DRAIN, SECRET_A, SECRET_B, Sandbox,
-                     event_body, free_port, sign, write_conf)
+                     event_body, free_port, proc_stats, sign, write_conf)
 
 CONF_DIR = os.path.join(ROOT, "conf")
 STATIC_FCGI = os.path.join(ROOT, "build-static", "webhook.fcgi")
@@ -81,16 +81,7 @@ def gid():
 
 def descendants(pid):
     """Every process below pid, from /proc (children of children too)."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            parent[int(d)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
+    parent = {p: int(f[1]) for p, f in proc_stats()}
     out, todo = [], [pid]
     while todo:
         p = todo.pop()

@@ -34,7 +34,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (SECRET_A, SECRET_B, DRAIN, FCGI, ROOT, Sandbox, Lighttpd,
-                     write_conf)
+                     proc_stat, write_conf)
 import ledger
 import provider_sim as ps
 
@@ -92,11 +92,8 @@ def say(*a):
 
 
 def ppid(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+    fields = proc_stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def exe(pid):

@@ -206,30 +206,36 @@ def reaped(p):
             p.wait()
 
 
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command's name (state, ppid,
+    pgrp, ...), or None when there is no such process."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def proc_stats():
+    """(pid, proc_stat fields) of every process there is."""
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = proc_stat(name)
+            if fields:
+                yield int(name), fields
+
+
 def gone(pid):
     """True when process pid has ended: no such process, or a zombie
     (an orphan's zombie waits for whoever reaps for init here)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
+    fields = proc_stat(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def group_gone(pgid):
     """True when no live process (zombies aside) is in process group
     pgid: a handler's shell and whatever it started."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return False
-    return True
+    return not any(f[0] != "Z" and int(f[2]) == pgid for _, f in proc_stats())
 
 
 def children(pid):
