@@ -17,6 +17,7 @@
 #include "lib/history.h"
 #include "lib/inbox.h"
 #include "lib/instant.h"
+#include "tests/store_fixture.h"
 
 #ifndef SEC
 #define SEC	1000000000LL
@@ -30,29 +31,9 @@ static void
 store_body(struct inbox *in, const char *id, const char *created,
     const char *oid, const void *body, size_t len)
 {
-	struct event_fields f;
-	struct inbox_delivery d;
-	enum inbox_status s;
+	enum inbox_status s = fixture_store(in, id, "client.updated", created,
+	    oid != NULL ? "client" : NULL, oid, NULL, body, len, &err);
 
-	memset(&f, 0, sizeof f);
-	f.type = (char *)"client.updated";
-	if (created != NULL) {
-		ck_assert_int_eq(instant_parse(created, strlen(created),
-		    f.created_at), 0);
-		f.created_at_raw = (char *)created;
-	}
-	if (oid != NULL) {
-		f.object_type = (char *)"client";
-		f.object_id = (char *)oid;
-	}
-	memset(&d, 0, sizeof d);
-	d.webhook_id = id;
-	d.webhook_timestamp = 1772366400;
-	d.secret_fp = "fp0123";
-	d.body = body;
-	d.body_len = len;
-	d.fields = &f;
-	s = inbox_store(in, &d, &err);
 	ck_assert_msg(s == INBOX_OK || s == INBOX_DUPLICATE, "store: %s", ERR);
 }
 

@@ -32,6 +32,7 @@
 #include "lib/instant.h"
 #include "lib/walsync.h"
 #include "tests/check_common.h"
+#include "tests/store_fixture.h"
 
 #define SEC		1000000000LL
 #define DAY		(86400 * SEC)
@@ -167,29 +168,8 @@ store_body(const char *id, const char *type, const char *created,
     const char *otype, const char *oid, const char *updated,
     const void *body, size_t len)
 {
-	struct event_fields f;
-	struct inbox_delivery d;
-
-	memset(&f, 0, sizeof f);
-	f.type = (char *)type;
-	if (created != NULL) {
-		ck_assert_msg(instant_parse(created, strlen(created),
-		    f.created_at) == 0, "bad test instant %s", created);
-		f.created_at_raw = (char *)created;
-	}
-	f.object_type = (char *)otype;
-	f.object_id = (char *)oid;
-	if (updated != NULL)
-		ck_assert_msg(instant_parse(updated, strlen(updated),
-		    f.updated_at) == 0, "bad test instant %s", updated);
-	memset(&d, 0, sizeof d);
-	d.webhook_id = id;
-	d.webhook_timestamp = 1772366400;
-	d.secret_fp = "fp0123";
-	d.body = body;
-	d.body_len = len;
-	d.fields = &f;
-	return inbox_store(ib, &d, &err);
+	return fixture_store(ib, id, type, created, otype, oid, updated, body,
+	    len, &err);
 }
 
 static void

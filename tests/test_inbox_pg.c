@@ -30,6 +30,7 @@
 #include "lib/inbox.h"
 #include "lib/instant.h"
 #include "tests/check_common.h"
+#include "tests/store_fixture.h"
 
 #define SEC		1000000000LL
 #define DAY		(86400 * SEC)
@@ -128,31 +129,11 @@ store_in(struct inbox *to, const char *id, const char *type,
     const char *created, const char *otype, const char *oid,
     const char *updated)
 {
-	struct event_fields f;
-	struct inbox_delivery d;
 	char body[256];
 	int n = snprintf(body, sizeof body, "{\"id\":\"%s\"}", id);
 
-	memset(&f, 0, sizeof f);
-	f.type = (char *)type;
-	if (created != NULL) {
-		ck_assert_int_eq(instant_parse(created, strlen(created),
-		    f.created_at), 0);
-		f.created_at_raw = (char *)created;
-	}
-	f.object_type = (char *)otype;
-	f.object_id = (char *)oid;
-	if (updated != NULL)
-		ck_assert_int_eq(instant_parse(updated, strlen(updated),
-		    f.updated_at), 0);
-	memset(&d, 0, sizeof d);
-	d.webhook_id = id;
-	d.webhook_timestamp = 1772366400;
-	d.secret_fp = "fp0123";
-	d.body = body;
-	d.body_len = (size_t)n;
-	d.fields = &f;
-	return inbox_store(to, &d, &err);
+	return fixture_store(to, id, type, created, otype, oid, updated, body,
+	    (size_t)n, &err);
 }
 
 static void
