@@ -50,9 +50,11 @@ struct handler_result {
  * env[0..nenv) added to our environment.  Waits at most timeout_ns, then
  * kills the process group (SIGTERM, then SIGKILL after the grace).  When the
  * shell exits, any processes it left in its group are killed too: a handler
- * runs to completion, and stray children would hold the run lock.  A
- * process that escaped the group (setsid) is not waited for: its output is
- * read for HANDLER_OUTPUT_GRACE_NS after the shell exits, then closed.
+ * runs to completion, and stray children would hold the run lock.  If
+ * this process dies (SIGKILL included), its guard kills every group still
+ * running (guard.h).  A process that escaped the group (setsid) is not
+ * waited for: its output is read for HANDLER_OUTPUT_GRACE_NS after the
+ * shell exits, then closed.
  * Returns 0 with *r filled (success means r->exited && r->status == 0), or
  * -1 when the handler could not be started (err says why).
  * handler_start + handler_wait_any on that one job.

@@ -4,9 +4,10 @@
  *
  * An flock(2) on "<database>.drain-lock".  The descriptor is deliberately
  * inherited by the handler's processes: if the drainer is killed while a
- * handler runs, the orphaned handler still holds the lock, so the next run
- * cannot hand the same event out again until it has finished.  The kernel
- * drops the lock when the last holder exits; nothing is left to clean up.
+ * handler runs, the handler holds the lock until the drainer's guard has
+ * killed it (guard.h), so the next run cannot hand the same event out
+ * while it still runs.  The kernel drops the lock when the last holder
+ * exits; nothing is left to clean up.
  */
 #ifndef WEBHOOK_RUNLOCK_H
 #define WEBHOOK_RUNLOCK_H

@@ -136,8 +136,10 @@ class PgStorm(Storm):
         with open(self.handler, "w") as f:
             f.write(HANDLER)
         os.chmod(self.handler, 0o755)
-        # handler_timeout: above the slow handler's wait (at most 4 s) on a busy
-        # machine; the lease (lib/drain.h) is then 5 + 2 + 10 + 4 = 21 s.
+        # handler_timeout: the killer finds and SIGKILLs a slow handler's
+        # drainer well within it (the handler waits for the kill, at most
+        # 30 s, so only a drainer left alive times it out); the lease
+        # (lib/drain.h) is then 5 + 2 + 10 + 4 = 21 s.
         self.keys = {"database": db, "secret": [SECRET_A], "handler": self.handler,
                      "settle": "%ds" % self.settle, "handler_timeout": "5s",
                      "api_timeout": "1s", "max_attempts": "12",
