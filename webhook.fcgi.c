@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <sys/auxv.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fcgiapp.h>
@@ -42,13 +43,18 @@
  * thread costs a stack and a 64 KiB read buffer. */
 #define THREADS_DEFAULT		8
 #define THREADS_MAX		64
+/* A new connection's begin record and parameters: each read waits at
+ * most this long.  A web server sends them as it connects; one that does
+ * not must not hold a thread, nor a stop, for longer than the provider
+ * waits for an answer. */
+#define PARAMS_TIMEOUT_MS	15000
 
 /* What one request thread owns. */
 struct worker {
 	struct receive	 rv;
 	FCGX_Request	 req;
 	pthread_t	 tid;
-	const int	*stop;	/* set: end at the next EINTR in accept */
+	const int	*stop;	/* set: end before the next request */
 };
 
 /* The config in use, shared by the request threads. */
@@ -81,9 +87,10 @@ find_self(const char *argv0)
 	site_cache_init(&sites, upgrade_path());
 }
 
-/* SIGUSR2 interrupts a thread blocked in accept(2) at shutdown: it is
- * unblocked only around FCGX_Accept_r, so it never interrupts a request. */
-static sigset_t wake_set;
+/* SIGUSR2 interrupts a thread waiting for a connection at shutdown: it
+ * gets through only in that wait (request_next_fcgi's `waitmask`), so it
+ * never interrupts a connection in hand. */
+static sigset_t wake_set, wait_mask;
 
 static void
 on_wake(int sig)
@@ -92,10 +99,10 @@ on_wake(int sig)
 }
 
 /*
- * One request on w->req: accept it (a connection on the listening socket,
- * or the next request on the connection already open in ipcFd), handle it
- * and finish it.  SIGUSR2 can interrupt only the accepting.  Returns
- * FCGX_Accept_r's result: < 0 when nothing was accepted.
+ * One request on w->req: wait for it (a connection on the listening
+ * socket, fd 0, or the next request on the one the server kept open),
+ * handle it and finish it.  SIGUSR2 can interrupt only the waiting.
+ * Returns request_next_fcgi's code.
  */
 static int
 serve_one(struct worker *w)
@@ -103,10 +110,8 @@ serve_one(struct worker *w)
 	struct request r;
 	int rc;
 
-	pthread_sigmask(SIG_UNBLOCK, &wake_set, NULL);
-	rc = FCGX_Accept_r(&w->req);
-	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
-	if (rc < 0)
+	rc = request_next_fcgi(&w->req, 0, &wait_mask, PARAMS_TIMEOUT_MS);
+	if (rc != REQUEST_NEXT_READY)
 		return rc;
 	request_init_fcgi(&r, &w->req);
 	(void)receive_handle(&w->rv, &sites, &r);
@@ -116,7 +121,7 @@ serve_one(struct worker *w)
 	 * once every thread has finished the request in hand). */
 	if (upgrade_due())
 		kill(getpid(), SIGTERM);
-	return 0;
+	return REQUEST_NEXT_READY;
 }
 
 static void *
@@ -125,7 +130,7 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	int rc;
 
-	/* No mutex around FCGX_Accept_r (libfcgi's threaded example has one
+	/* No mutex around the accept (libfcgi's threaded example has one
 	 * for platforms whose accept(2) is not thread-safe; Linux's is): the
 	 * kernel wakes one blocked thread per connection, where a mutex cost
 	 * a second wake-up per request. */
@@ -135,13 +140,19 @@ worker_main(void *arg)
 		if (__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
 			break;
 		rc = serve_one(w);
-		/* FCGI_FAIL_ACCEPT_ON_INTR: a SIGUSR2 ends accept(2) with
-		 * EINTR; it means "stop" only when w->stop says so. */
-		if (rc == -EINTR && !__atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
-			continue;
-		if (rc < 0)
+		if (rc == REQUEST_NEXT_FAILED) {
+			log_msg("accept on the FastCGI socket: %s",
+			    strerror(errno));
 			break;
+		}
+		/* REQUEST_NEXT_WOKEN means "stop" only when w->stop says so
+		 * (checked above). */
 	}
+	/* A connection the server kept open, idle: close it now, without
+	 * libfcgi's 2 s linger for the server to close first (the next
+	 * program would not have it anyway: close-on-exec). */
+	if (w->req.ipcFd >= 0)
+		close(w->req.ipcFd);
 	return NULL;
 }
 
@@ -177,7 +188,8 @@ thread_count(void)
 	return (int)n;
 }
 
-/* Wake the threads blocked in accept(2) (SIGUSR2: EINTR there only). */
+/* Wake the threads waiting for a connection (SIGUSR2: EINTR there
+ * only).  One about to wait may take it just before: hence the repeats. */
 static void
 poke(struct worker *w, int n)
 {
@@ -193,7 +205,8 @@ poke(struct worker *w, int n)
  * or until our socket fails every thread: nthreads threads accept on fd 0
  * (the kernel hands each connection to one of them) and serve it.  At a
  * stop every thread finishes the request in hand and takes no other; one
- * blocked in accept(2) is woken by SIGUSR2, which is unblocked only there.
+ * waiting for a connection is woken by SIGUSR2, which gets through only
+ * there.
  * *reexec: the stop was our own, after an upgrade (serve_one).
  * Returns 0, or 1 when no thread could start or the socket failed.
  */
@@ -211,7 +224,9 @@ serve(int sfd, int nthreads, int *reexec)
 	for (i = 0; i < nthreads; i++) {
 		worker_init(&w[i]);
 		w[i].stop = &stop;
-		if (FCGX_InitRequest(&w[i].req, 0, FCGI_FAIL_ACCEPT_ON_INTR) != 0 ||
+		/* Listening socket -1: request_next_fcgi accepts, never
+		 * libfcgi (request.h). */
+		if (FCGX_InitRequest(&w[i].req, -1, 0) != 0 ||
 		    pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
 			w[i].tid = 0;
 			log_msg("cannot start request thread %d", i);
@@ -244,7 +259,8 @@ serve(int sfd, int nthreads, int *reexec)
 	if (running == 0)
 		rc = 1;
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	FCGX_ShutdownPending();
+	/* Not FCGX_ShutdownPending: we never enter libfcgi's accept loop,
+	 * which it sends spinning (request.h). */
 	while (join_finished(w, nthreads) > 0) {
 		poke(w, nthreads);
 		usleep(20000);
@@ -283,8 +299,8 @@ serve_cgi(void)
 /*
  * Every thread blocks the stop signals: the main thread reads them from
  * the signalfd returned (-1 on failure, logged).  libfcgi's own
- * SIGTERM/SIGUSR1 handlers never run.  SIGUSR2, blocked too, is the wake
- * (serve_one unblocks it only around accept).
+ * SIGTERM/SIGUSR1 handlers never run.  SIGUSR2, blocked too, is the wake:
+ * it gets through only in request_next_fcgi's wait (wait_mask).
  */
 static int
 stop_signals(void)
@@ -300,16 +316,33 @@ stop_signals(void)
 	sigemptyset(&wake_set);
 	sigaddset(&wake_set, SIGUSR2);
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_wake;	/* no SA_RESTART: accept(2) returns EINTR */
+	sa.sa_handler = on_wake;	/* no SA_RESTART: the wait returns EINTR */
 	sigaction(SIGUSR2, &sa, NULL);
 	/* A server that closes its connection while we answer must not kill
 	 * us (libfcgi reports the write error). */
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	pthread_sigmask(SIG_BLOCK, &wake_set, NULL);
+	pthread_sigmask(SIG_BLOCK, &wake_set, &wait_mask);
+	sigdelset(&wait_mask, SIGUSR2);
 	if ((sfd = signalfd(-1, &stop, SFD_CLOEXEC)) == -1)
 		log_msg("signalfd: %s", strerror(errno));
 	return sfd;
+}
+
+/* libfcgi's own accept checks a TCP peer against FCGI_WEB_SERVER_ADDRS;
+ * ours (request_next_fcgi) does not, and must not serve everyone where
+ * the operator asked for a list. */
+static int
+tcp_allowlist_given(int fd)
+{
+	const char *list = getenv("FCGI_WEB_SERVER_ADDRS");
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof sa;
+
+	if (list == NULL || *list == '\0' ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == -1)
+		return 0;
+	return sa.ss_family == AF_INET || sa.ss_family == AF_INET6;
 }
 
 int
@@ -348,6 +381,11 @@ main(int argc, char **argv)
 		log_msg("FastCGI initialisation failed");
 		return 1;
 	}
+	if (tcp_allowlist_given(0)) {
+		log_msg("FCGI_WEB_SERVER_ADDRS is not supported: listen on a Unix "
+		    "socket, or on 127.0.0.1 with a firewall (docs/fastcgi-stop.md)");
+		return 1;
+	}
 	if ((sfd = stop_signals()) == -1)
 		return 1;
 	rc = serve(sfd, thread_count(), &reexec);
@@ -367,8 +405,8 @@ main(int argc, char **argv)
 	log_msg("starting the new %s", upgrade_path());
 	upgrade_exec(argv);
 	/* It answered the probe a moment ago, from the descriptor executed
-	 * here: out of memory, or of processes.  libfcgi cannot serve again
-	 * after a stop; the web server starts us anew. */
+	 * here: out of memory, or of processes.  Exit: the web server starts
+	 * us anew. */
 	log_msg("cannot start the new %s: %s; exiting", upgrade_path(),
 	    strerror(errno));
 	rc = 1;

@@ -3,7 +3,11 @@
  * (environment, stdin, stdout) or the in-memory fake — request.h.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +188,96 @@ request_init_fcgi(struct request *r, FCGX_Request *fr)
 	r->long_lived = 1;
 	r->body_to_eof = 1;
 	r->body_read = 0;
+}
+
+/* After a shortage of descriptors or memory, wait this long before the
+ * next accept(2): the connection stays queued, and a thread that retried
+ * at once would spin until the shortage ends. */
+#define ACCEPT_PAUSE_US		100000
+
+/* An accept(2) failure that concerns one connection, or a shortage that
+ * passes: accept again (libfcgi's is_reasonable_accept_errno, and the
+ * shortages it let end the thread). */
+static int
+accept_again(int e)
+{
+	switch (e) {
+	case ECONNABORTED: case EPROTO: case ECONNRESET: case ETIMEDOUT:
+	case EHOSTUNREACH: case ENETUNREACH: case EPERM:
+		return 1;
+	case EMFILE: case ENFILE: case ENOBUFS: case ENOMEM:
+		usleep(ACCEPT_PAUSE_US);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Wait for a connection in hand: the kept one's next request, or a new
+ * one into fr->ipcFd.  The only place the wake signals get through. */
+static int
+wait_connection(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask)
+{
+	sigset_t mask;
+	int fd, e, one = 1;
+
+	if (fr->ipcFd >= 0) {
+		struct pollfd p = { fr->ipcFd, POLLIN, 0 };
+
+		/* ppoll sets the mask and waits in one step: no signal is
+		 * lost between the two. */
+		if (ppoll(&p, 1, NULL, waitmask) >= 0)
+			return REQUEST_NEXT_READY;
+		if (errno == EINTR)
+			return REQUEST_NEXT_WOKEN;
+		FCGX_Free(fr, 1);
+		return REQUEST_NEXT_AGAIN;
+	}
+	/* accept(2) has no such form: a signal just before it is seen after
+	 * the next connection only, so the caller repeats its wake. */
+	pthread_sigmask(SIG_SETMASK, waitmask, &mask);
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (fd == -1) {
+		errno = e;
+		return e == EINTR ? REQUEST_NEXT_WOKEN :
+		    accept_again(e) ? REQUEST_NEXT_AGAIN : REQUEST_NEXT_FAILED;
+	}
+	/* A TCP listener: no Nagle delay on our answers (as libfcgi). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	fr->ipcFd = fd;
+	return REQUEST_NEXT_READY;
+}
+
+int
+request_next_fcgi(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask,
+    int params_timeout_ms)
+{
+	struct timeval tv = { params_timeout_ms / 1000,
+	    (suseconds_t)(params_timeout_ms % 1000) * 1000 };
+	int rc;
+
+	if ((rc = wait_connection(fr, listen_fd, waitmask)) != REQUEST_NEXT_READY)
+		return rc;
+	(void)setsockopt(fr->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	/* FCGX_Accept_r begins with FCGX_Finish_r, which closes the
+	 * connection unless it is kept: it is ours to keep until libfcgi has
+	 * read the begin record, which sets the flag for this request. */
+	fr->keepConnection = 1;
+	/* It reads from fr->ipcFd.  On a connection that ends or fails
+	 * before its begin record does, libfcgi closes it and tries to accept
+	 * another on listening socket -1, which fails at once. */
+	if (FCGX_Accept_r(fr) < 0)
+		return REQUEST_NEXT_AGAIN;
+	/* One that fails between two parameters (a read timed out, the
+	 * server went away) comes back as a request with those read so far
+	 * and its stream in error: nobody is left to answer. */
+	if (FCGX_GetError(fr->in) != 0) {
+		FCGX_Free(fr, 1);
+		return REQUEST_NEXT_AGAIN;
+	}
+	return REQUEST_NEXT_READY;
 }
 
 /* ---- plain CGI -------------------------------------------------------- */

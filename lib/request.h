@@ -19,6 +19,7 @@
 #ifndef WEBHOOK_REQUEST_H
 #define WEBHOOK_REQUEST_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,36 @@ struct request {
 
 /* Set `r` up for the FastCGI request `fr` (accepted; not owned). */
 void	request_init_fcgi(struct request *r, FCGX_Request *fr);
+
+/* request_next_fcgi's answers. */
+#define REQUEST_NEXT_READY	0	/* a request is in `fr` */
+#define REQUEST_NEXT_WOKEN	(-1)	/* a signal came while waiting */
+#define REQUEST_NEXT_AGAIN	(-2)	/* a connection ended before a request */
+#define REQUEST_NEXT_FAILED	(-3)	/* the listening socket failed (errno) */
+
+/*
+ * The next FastCGI request into `fr`, as FCGX_Accept_r does — but a signal
+ * can end only the waiting, never a connection in hand.  Waits (with the
+ * signal mask `waitmask`; the caller blocks the wake signals everywhere
+ * else) for the next request on the connection the server kept open
+ * (FCGI_KEEP_CONN), or for a new connection on `listen_fd`.  Once one is
+ * here, libfcgi reads its begin record and parameters with the caller's
+ * own mask, each read(2) waiting at most `params_timeout_ms`.
+ *
+ * Why not FCGX_Accept_r alone: a signal meant for its accept(2) can land
+ * in what follows it (a 2 s poll on the new connection, the parameters'
+ * reads), and libfcgi then drops that connection; after
+ * FCGX_ShutdownPending, its accept loop can spin on a closed descriptor
+ * (libfcgi 2.4.2 OS_Accept; docs/fastcgi-stop.md).
+ *
+ * `fr`: set up with FCGX_InitRequest(fr, -1, 0) — listening socket -1, so
+ * that libfcgi never accepts a connection itself — and finished
+ * (FCGX_Finish_r) after each request.  New connections are close-on-exec.
+ * Returns a REQUEST_NEXT_* code; on REQUEST_NEXT_WOKEN a kept connection
+ * stays open in `fr`.
+ */
+int	request_next_fcgi(FCGX_Request *fr, int listen_fd,
+	    const sigset_t *waitmask, int params_timeout_ms);
 /* Set `r` up for this process's plain CGI request. */
 void	request_init_cgi(struct request *r);
 

@@ -581,7 +581,6 @@ class TestDirect(unittest.TestCase):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.p.path)
         s.settimeout(10)
-        buf = b""
         for n, pause in ((1, 0), (2, 2.5)):
             time.sleep(pause)                       # idle, past body_timeout
             mid = "msg_keep%d" % n
@@ -594,23 +593,7 @@ class TestDirect(unittest.TestCase):
                       harness._record(harness.FCGI_PARAMS, b"", n) +
                       harness._record(harness.FCGI_STDIN, body, n) +
                       harness._record(harness.FCGI_STDIN, b"", n))
-            out = b""
-            while True:
-                while len(buf) < 8:
-                    chunk = s.recv(65536)
-                    self.assertTrue(chunk, "%s: connection closed" % mid)
-                    buf += chunk
-                _, rtype, rid, clen, plen = struct.unpack(">BBHHB", buf[:7])
-                while len(buf) < 8 + clen + plen:
-                    chunk = s.recv(65536)
-                    self.assertTrue(chunk, "%s: connection closed" % mid)
-                    buf += chunk
-                content, buf = buf[8:8 + clen], buf[8 + clen + plen:]
-                self.assertEqual(rid, n)
-                if rtype == harness.FCGI_STDOUT:
-                    out += content
-                elif rtype == harness.FCGI_END_REQUEST:
-                    break
+            out = harness.read_answer(s, n)
             self.assertTrue(out.startswith(b"Status: 200"), (mid, out))
         s.close()
         self.assertEqual(self.sb.count(), 2)
@@ -624,6 +607,64 @@ class TestDirect(unittest.TestCase):
         # Promptly, not at some poll's or linger's end (room for a busy
         # machine's scheduling).
         self.assertLess(time.monotonic() - t0, 3.0)
+
+    def sockets_held(self):
+        fd_dir = "/proc/%d/fd" % self.p.proc.pid
+        n = 0
+        for name in os.listdir(fd_dir):
+            try:
+                n += os.readlink(os.path.join(fd_dir, name)).startswith("socket:")
+            except FileNotFoundError:
+                pass
+        return n
+
+    def wait_accepted(self, before, timeout=60):
+        deadline = time.monotonic() + timeout
+        while self.sockets_held() <= before:
+            self.assertLess(time.monotonic(), deadline, "never accepted")
+            time.sleep(0.02)
+
+    def test_sigterm_before_a_new_connection_speaks_serves_it_then_exits(self):
+        # A connection accepted just before the stop, whose begin record
+        # comes a moment later (a busy web server): served, then the
+        # process exits.  In libfcgi's own accept our wake signal ended
+        # its wait for those first bytes: the connection was dropped, and
+        # the thread then spun on the closed descriptor for ever.
+        before = self.sockets_held()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.p.path)
+        self.wait_accepted(before)
+        self.p.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)             # the stop's wake signals meanwhile
+        self.assertIsNone(self.p.proc.poll())   # the connection in hand
+        body = event_body("msg_late_params")
+        s.sendall(harness._record(harness.FCGI_BEGIN_REQUEST,
+                                  struct.pack(">HB5x", 1, 0)))
+        blob = b"".join(harness._nv(k.encode(), v.encode()) for k, v in
+                        signed_params(SECRET_A, "msg_late_params", body))
+        s.sendall(harness._record(harness.FCGI_PARAMS, blob) +
+                  harness._record(harness.FCGI_PARAMS, b""))
+        self.p.send_stdin(s, body)
+        self.assertEqual(self.p.finish(s)[0], 200)
+        self.p.proc.wait(10)
+        self.assertEqual(self.sb.count(), 1)
+
+    def test_sigterm_with_a_kept_idle_connection_exits_and_closes_it(self):
+        # FCGI_KEEP_CONN: a thread waits on the connection for its next
+        # request; a stop ends that wait at once.
+        body = event_body("msg_kept")
+        s = self.p.open(signed_params(SECRET_A, "msg_kept", body), [body],
+                        keep=True)
+        s.sendall(harness._record(harness.FCGI_STDIN, b""))
+        s.settimeout(10)
+        self.assertTrue(harness.read_answer(s).startswith(b"Status: 200"))
+        t0 = time.monotonic()
+        self.p.proc.send_signal(signal.SIGTERM)
+        self.p.proc.wait(5)
+        self.assertLess(time.monotonic() - t0, 3.0)
+        self.assertEqual(s.recv(65536), b"")    # closed by the exit
+        s.close()
+        self.assertEqual(self.sb.count(), 1)
 
     def test_sigterm_when_busy_finishes_the_request(self):
         body = event_body("msg_busy")

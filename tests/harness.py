@@ -390,6 +390,33 @@ def _nv(name, value):
     return ln(len(name)) + ln(len(value)) + name + value
 
 
+def read_answer(s, req_id=1):
+    """One request's answer on a connection that stays open (FCGI_KEEP_CONN):
+    its records up to its END_REQUEST; return the stdout bytes."""
+    out, buf = b"", b""
+
+    def at_least(n):
+        nonlocal buf
+        while len(buf) < n:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise AssertionError("connection closed before request %d's end"
+                                     % req_id)
+            buf += chunk
+
+    while True:
+        at_least(8)
+        _, rtype, rid, clen, plen = struct.unpack(">BBHHB", buf[:7])
+        at_least(8 + clen + plen)
+        content, buf = buf[8:8 + clen], buf[8 + clen + plen:]
+        if rid != req_id:
+            raise AssertionError("record for request %d, not %d" % (rid, req_id))
+        if rtype == FCGI_STDOUT:
+            out += content
+        elif rtype == FCGI_END_REQUEST:
+            return out
+
+
 class FcgiProcess:
     """webhook.fcgi started the way spawn-fcgi does: a listening Unix socket
     on fd 0 (argv: a command that execs it, e.g. unshare)."""
@@ -407,11 +434,12 @@ class FcgiProcess:
                                      stdout=subprocess.DEVNULL,
                                      stderr=self.err, env=e)
 
-    def open(self, params, stdin_parts=()):
-        """Send the begin record and params; return the socket."""
+    def open(self, params, stdin_parts=(), keep=False):
+        """Send the begin record (FCGI_KEEP_CONN when keep) and params;
+        return the socket."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.path)
-        s.sendall(_record(FCGI_BEGIN_REQUEST, struct.pack(">HB5x", 1, 0)))
+        s.sendall(_record(FCGI_BEGIN_REQUEST, struct.pack(">HB5x", 1, int(keep))))
         blob = b"".join(_nv(k.encode(), v.encode() if isinstance(v, str) else v)
                         for k, v in params)
         for i in range(0, len(blob), 65535):

@@ -2,13 +2,21 @@
  * test_request: lib/request.c — the answer's bytes, the plain-CGI
  * implementation (environment, stdin, stdout: each test runs in its own
  * forked process, so redirecting them is its own business), and the fake
- * that the receive tests and harnesses stand on.  The FastCGI one runs
- * behind real servers in the end-to-end suites.
+ * that the receive tests and harnesses stand on; and request_next_fcgi
+ * over a real listening socket, with the stop's wake signals.  The
+ * FastCGI reads and writes run behind real servers in the end-to-end
+ * suites.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "lib/request.h"
@@ -274,6 +282,332 @@ START_TEST(cgi_discard_up_to_content_length)
 }
 END_TEST
 
+/* ---- FastCGI: request_next_fcgi, over a real listening Unix socket ---- */
+
+/* FastCGI record types and the responder role (the FastCGI spec, 8). */
+#define FCGI_BEGIN	1
+#define FCGI_PARAMS	4
+
+static sigset_t waitmask;	/* SIGUSR2 unblocked: the wait's mask */
+
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+}
+
+/* SIGUSR2 blocked but for the wait, with a handler that lets it end a
+ * system call (no SA_RESTART), as webhook.fcgi sets it up. */
+static void
+wake_setup(void)
+{
+	struct sigaction sa;
+	sigset_t usr2;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, &waitmask);
+	sigdelset(&waitmask, SIGUSR2);
+	ck_assert_int_eq(FCGX_Init(), 0);
+}
+
+static struct sockaddr_un listen_addr;
+
+/* A listening Unix socket in the test's directory. */
+static int
+listener(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&listen_addr, 0, sizeof listen_addr);
+	listen_addr.sun_family = AF_UNIX;
+	snprintf(listen_addr.sun_path, sizeof listen_addr.sun_path,
+	    "%s/l%d.sock", dir, (int)getpid());
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&listen_addr,
+	    sizeof listen_addr), 0);
+	ck_assert_int_eq(listen(fd, 8), 0);
+	return fd;
+}
+
+/* A client connection, queued until accepted. */
+static int
+client(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&listen_addr,
+	    sizeof listen_addr), 0);
+	return fd;
+}
+
+static void
+send_all(int fd, const void *p, size_t len)
+{
+	ck_assert_int_eq(write(fd, p, len), (ssize_t)len);
+}
+
+/* One record: the 8-byte header, then `len` bytes of content. */
+static void
+send_record(int fd, int type, const void *content, size_t len)
+{
+	unsigned char h[8] = { 1, (unsigned char)type, 0, 1,
+	    (unsigned char)(len >> 8), (unsigned char)len, 0, 0 };
+
+	send_all(fd, h, sizeof h);
+	if (len > 0)
+		send_all(fd, content, len);
+}
+
+/* A responder's begin record (keep: FCGI_KEEP_CONN). */
+static void
+send_begin(int fd, int keep)
+{
+	unsigned char b[8] = { 0, 1, (unsigned char)keep, 0, 0, 0, 0, 0 };
+
+	send_record(fd, FCGI_BEGIN, b, sizeof b);
+}
+
+/* "NAME=value" as one short name-value pair, split into two PARAMS
+ * records `pause_ms` apart, then the empty one that ends them. */
+static void
+send_params(int fd, const char *name, const char *value, int pause_ms)
+{
+	unsigned char nv[256];
+	size_t nl = strlen(name), vl = strlen(value), half;
+
+	ck_assert(nl < 128 && vl < 128 && 2 + nl + vl <= sizeof nv);
+	nv[0] = (unsigned char)nl;
+	nv[1] = (unsigned char)vl;
+	memcpy(nv + 2, name, nl);
+	memcpy(nv + 2 + nl, value, vl);
+	half = (2 + nl + vl) / 2;
+	send_record(fd, FCGI_PARAMS, nv, half);
+	if (pause_ms > 0)
+		usleep((useconds_t)pause_ms * 1000);
+	send_record(fd, FCGI_PARAMS, nv + half, 2 + nl + vl - half);
+	send_record(fd, FCGI_PARAMS, NULL, 0);
+}
+
+/* A thread that sends SIGUSR2 to `target` every 2 ms until told to stop:
+ * the stop's wake signals, as serve() sends them. */
+struct poker {
+	pthread_t	 tid;
+	pthread_t	 target;
+	int		 stop;
+	int		 sent;
+};
+
+static void *
+poke_main(void *arg)
+{
+	struct poker *p = arg;
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		pthread_kill(p->target, SIGUSR2);
+		p->sent++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static void
+poker_start(struct poker *p)
+{
+	memset(p, 0, sizeof *p);
+	p->target = pthread_self();
+	ck_assert_int_eq(pthread_create(&p->tid, NULL, poke_main, p), 0);
+}
+
+static int
+poker_stop(struct poker *p)
+{
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(p->tid, NULL);
+	return p->sent;
+}
+
+/* A client that speaks after `pause_ms`, from its own thread. */
+struct slow_client {
+	pthread_t	 tid;
+	int		 fd;
+	int		 pause_ms;
+};
+
+static void *
+slow_main(void *arg)
+{
+	struct slow_client *c = arg;
+
+	usleep((useconds_t)c->pause_ms * 1000);
+	send_begin(c->fd, 0);
+	send_params(c->fd, "REQUEST_METHOD", "POST", c->pause_ms);
+	return NULL;
+}
+
+START_TEST(next_woken_while_waiting_accepts_nothing)
+{
+	FCGX_Request fr;
+	struct poker p;
+	int lfd, c;
+
+	wake_setup();
+	lfd = listener();
+	FCGX_InitRequest(&fr, -1, 0);
+	poker_start(&p);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_WOKEN);
+	poker_stop(&p);
+	ck_assert_int_eq(fr.ipcFd, -1);
+	/* A connection made after the wake waits in the queue for the next
+	 * call, which serves it. */
+	c = client();
+	send_begin(c, 0);
+	send_params(c, "REQUEST_METHOD", "POST", 0);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_READY);
+	ck_assert_str_eq(FCGX_GetParam("REQUEST_METHOD", fr.envp), "POST");
+	FCGX_Finish_r(&fr);
+	close(c);
+	close(lfd);
+}
+END_TEST
+
+START_TEST(next_wake_signals_never_end_a_connection_in_hand)
+{
+	struct slow_client sc;
+	FCGX_Request fr;
+	struct poker p;
+	int lfd, sent;
+
+	/* The client connects first and speaks 200 ms later, its parameters
+	 * in two records another 200 ms apart, while wake signals come every
+	 * 2 ms: each read waits on, and the request arrives whole.  (libfcgi's
+	 * own accept dropped this connection at the first signal.) */
+	wake_setup();
+	lfd = listener();
+	sc.fd = client();
+	sc.pause_ms = 200;
+	FCGX_InitRequest(&fr, -1, 0);
+	ck_assert_int_eq(pthread_create(&sc.tid, NULL, slow_main, &sc), 0);
+	poker_start(&p);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_READY);
+	sent = poker_stop(&p);
+	pthread_join(sc.tid, NULL);
+	ck_assert_int_gt(sent, 10);
+	ck_assert_str_eq(FCGX_GetParam("REQUEST_METHOD", fr.envp), "POST");
+	FCGX_Finish_r(&fr);
+	close(sc.fd);
+	close(lfd);
+}
+END_TEST
+
+/* The number of open descriptors of this process. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+START_TEST(next_connection_that_ends_or_stalls_is_closed_then_again)
+{
+	FCGX_Request fr;
+	int lfd, c, fds;
+	int64_t t0;
+
+	wake_setup();
+	lfd = listener();
+	FCGX_InitRequest(&fr, -1, 0);
+	fds = open_fds();
+	/* Closed before its begin record. */
+	c = client();
+	close(c);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_AGAIN);
+	ck_assert_int_eq(fr.ipcFd, -1);
+	ck_assert_int_eq(open_fds(), fds);
+	/* Silent after its begin record: given up after the parameters'
+	 * timeout (100 ms here), not waited on for ever. */
+	c = client();
+	send_begin(c, 0);
+	t0 = util_mono_ns();
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 100),
+	    REQUEST_NEXT_AGAIN);
+	ck_assert_int_ge(util_mono_ns() - t0, 90 * 1000000);
+	ck_assert_int_eq(fr.ipcFd, -1);
+	ck_assert_int_eq(open_fds(), fds + 1);	/* our end of c only */
+	close(c);
+	close(lfd);
+}
+END_TEST
+
+START_TEST(next_kept_connection_woken_stays_open_for_its_next_request)
+{
+	FCGX_Request fr;
+	struct poker p;
+	int lfd, c, kept;
+
+	wake_setup();
+	lfd = listener();
+	FCGX_InitRequest(&fr, -1, 0);
+	c = client();
+	send_begin(c, 1);
+	send_params(c, "REQUEST_METHOD", "POST", 0);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_READY);
+	ck_assert(fr.keepConnection);
+	kept = fr.ipcFd;
+	FCGX_Finish_r(&fr);
+	ck_assert_int_eq(fr.ipcFd, kept);
+	/* Idle: a wake ends the wait and keeps the connection. */
+	poker_start(&p);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_WOKEN);
+	poker_stop(&p);
+	ck_assert_int_eq(fr.ipcFd, kept);
+	/* Its next request comes on it, not on a new connection. */
+	send_begin(c, 0);
+	send_params(c, "REQUEST_METHOD", "GET", 0);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_READY);
+	ck_assert_int_eq(fr.ipcFd, kept);
+	ck_assert_str_eq(FCGX_GetParam("REQUEST_METHOD", fr.envp), "GET");
+	ck_assert(!fr.keepConnection);
+	FCGX_Finish_r(&fr);
+	ck_assert_int_eq(fr.ipcFd, -1);	/* closed: not kept this time */
+	close(c);
+	close(lfd);
+}
+END_TEST
+
+START_TEST(next_on_what_is_not_a_listening_socket_fails)
+{
+	FCGX_Request fr;
+	int p[2];
+
+	wake_setup();
+	ck_assert_int_eq(pipe(p), 0);
+	FCGX_InitRequest(&fr, -1, 0);
+	ck_assert_int_eq(request_next_fcgi(&fr, p[0], &waitmask, 5000),
+	    REQUEST_NEXT_FAILED);
+	ck_assert_int_eq(errno, ENOTSOCK);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 static Suite *
 request_suite(void)
 {
@@ -289,6 +623,11 @@ request_suite(void)
 	tcase_add_test(tc, cgi_read_error);
 	tcase_add_test(tc, cgi_read_deadline);
 	tcase_add_test(tc, cgi_discard_up_to_content_length);
+	tcase_add_test(tc, next_woken_while_waiting_accepts_nothing);
+	tcase_add_test(tc, next_wake_signals_never_end_a_connection_in_hand);
+	tcase_add_test(tc, next_connection_that_ends_or_stalls_is_closed_then_again);
+	tcase_add_test(tc, next_kept_connection_woken_stays_open_for_its_next_request);
+	tcase_add_test(tc, next_on_what_is_not_a_listening_socket_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }
