@@ -350,6 +350,8 @@ inbox_pg_close(struct inbox *pib)
 		return;
 	if (ib->conn != NULL)
 		PQfinish(ib->conn);
+	while (ib->nprepared > 0)
+		free(ib->prepared[--ib->nprepared]);
 	free(ib->name);
 	free(ib);
 }

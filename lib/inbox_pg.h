@@ -30,6 +30,8 @@ enum inbox_status inbox_pg_open(const char *uri,
 	    const struct inbox_options *o, struct inbox **out, struct buf *err);
 void	inbox_pg_close(struct inbox *ib);
 
+#define PX_PREPARED_MAX	48
+
 struct inbox_pg {
 	struct inbox_head head;		/* first: the backend (inbox_backend.h) */
 	PGconn		*conn;
@@ -39,6 +41,11 @@ struct inbox_pg {
 	char		 owner[96];	/* this connection's lease token */
 	int		 broken;	/* a statement timed out: reopen */
 	int		 store_ready;	/* the store statement is prepared */
+	/* Statements with parameters prepared on this connection, by their
+	 * text (px_query): the server parses and plans each once, not at
+	 * every hand-out.  Gone with the connection. */
+	char		*prepared[PX_PREPARED_MAX];
+	int		 nprepared;
 	int64_t		 admitted_ns;	/* as SQLite's (inbox_sqlite.h) */
 	/* WARNINGs the server sent during the last statement (a commit whose
 	 * wait for synchronous replication was cancelled). */

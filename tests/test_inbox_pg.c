@@ -438,6 +438,39 @@ START_TEST(filters_globs_forget_and_status)
 }
 END_TEST
 
+/*
+ * Statements with parameters are prepared once per connection.  When the
+ * schema changes under one (an operator's ALTER), PostgreSQL refuses it
+ * on that connection for good ("cached plan must not change result
+ * type"): the inbox then says its connection is dropped, so the caller
+ * reopens it, and the reopened one prepares anew.
+ */
+START_TEST(prepared_statement_outlived_by_the_schema_reopens)
+{
+	struct inbox_filter f = { 0 };
+	struct inbox *p;
+	int listed = 0;
+
+	store("a", "payment.created", NULL, NULL, NULL, NULL);
+	OK(inbox_list(ib, &f, 0, count_cb, &listed, &err));
+	OK(inbox_list(ib, &f, 0, count_cb, &listed, &err));
+	ck_assert_int_eq(listed, 2);
+	sql("ALTER TABLE events ALTER COLUMN attempts TYPE numeric", NULL, 0);
+	ck_assert_int_eq(inbox_list(ib, &f, 0, count_cb, &listed, &err),
+	    INBOX_FAILED);
+	ck_assert_msg(strstr(ERR, "cached plan") != NULL, "%s", ERR);
+	buf_reset(&err);
+	ck_assert_int_eq(inbox_list(ib, &f, 0, count_cb, &listed, &err),
+	    INBOX_FAILED);
+	ck_assert_msg(strstr(ERR, "dropped") != NULL, "%s", ERR);
+	p = open_lease(0);
+	listed = 0;
+	OK(inbox_list(p, &f, 0, count_cb, &listed, &err));
+	ck_assert_int_eq(listed, 1);
+	inbox_close(p);
+}
+END_TEST
+
 START_TEST(retention_drops_bodies_then_rows)
 {
 	char got[64];
@@ -825,6 +858,7 @@ inbox_pg_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, store_and_duplicate_writes);
+	tcase_add_test(tc, prepared_statement_outlived_by_the_schema_reopens);
 	tcase_add_test(tc, keys_that_are_not_utf8_never_stand_in_for_another);
 	tcase_add_test(tc, order_hold_and_retry_holds_the_object);
 	tcase_add_test(tc, stale_by_either_clock_and_requeue);
