@@ -70,7 +70,8 @@ def check_deliveries(ledger, rows, latency_bound, allow_5xx):
     return P
 
 
-def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True):
+def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True,
+                   cut_short=frozenset()):
     """Hand-outs: each event handed out once (allowed: id -> how many
     times it may be, for those in hand when a drainer died), as it was
     sent, never stale (no handler fails in a storm), WEBHOOK_ATTEMPT
@@ -79,7 +80,11 @@ def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True):
     through as the database went down counts an attempt no handler saw,
     and a hand-out killed with its drainer, by the drainer's guard, wrote
     no line); final states done exactly for what was handed out, stale
-    for the rest."""
+    for the rest.  cut_short: indexes of lines whose drainer was killed
+    while their handler ran: the body it was writing to the handler may
+    end early (the handler reads end of file before its guard kills it),
+    so only what the environment says is compared, and the event must be
+    handed out again after."""
     P = []
     allowed = allowed or {}
     count = collections.Counter(l.id for l in lines)
@@ -87,7 +92,7 @@ def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True):
         if n > allowed.get(mid, 1):
             P.append("DOUBLE: %s handed out %d times (attempts %s)"
                      % (mid, n, [l.attempt for l in lines if l.id == mid]))
-    for l in lines:
+    for i, l in enumerate(lines):
         ev = sent.get(l.id)
         if l.id not in rows or ev is None:
             P.append("handed out %s, which is not in the inbox or was never sent" % l.id)
@@ -99,7 +104,11 @@ def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True):
         want = (ev.kind, str(ev.obj_id), ev.created_at,
                 "-" if ev.updated_ns is None else ps.iso(ev.updated_ns), ev.id)
         got = (l.object, l.object_id, l.created_at, l.updated_at, l.body_id)
-        if got != want:
+        if got != want and i in cut_short and got[:3] == want[:3]:
+            if not any(m.id == l.id for m in lines[i + 1:]):
+                P.append("%s: its body was cut short by its drainer's kill, and it "
+                         "was never handed out again" % l.id)
+        elif got != want:
             P.append("%s handed out as %r, sent as %r" % (l.id, got, want))
         if l.stale != "0":
             P.append("%s handed out with WEBHOOK_STALE=%s" % (l.id, l.stale))
@@ -192,10 +201,10 @@ def check_final(lines, sent):
 
 
 def check_all(ledger, rows, lines, latency_bound, allow_5xx, allowed=None,
-              exact_attempts=True):
+              exact_attempts=True, cut_short=frozenset()):
     """Every check above, in order."""
     sent = dict(ledger.sent)
     return (check_deliveries(ledger, rows, latency_bound, allow_5xx) +
-            check_handouts(lines, sent, rows, allowed, exact_attempts) +
+            check_handouts(lines, sent, rows, allowed, exact_attempts, cut_short) +
             check_order(lines, sent, rows) +
             check_final(lines, sent))
