@@ -218,6 +218,8 @@ accept_again(int e)
 static int
 wait_connection(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask)
 {
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof peer;
 	sigset_t mask;
 	int fd, e, one = 1;
 
@@ -236,7 +238,7 @@ wait_connection(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask)
 	/* accept(2) has no such form: a signal just before it is seen after
 	 * the next connection only, so the caller repeats its wake. */
 	pthread_sigmask(SIG_SETMASK, waitmask, &mask);
-	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(listen_fd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	if (fd == -1) {
@@ -245,7 +247,8 @@ wait_connection(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask)
 		    accept_again(e) ? REQUEST_NEXT_AGAIN : REQUEST_NEXT_FAILED;
 	}
 	/* A TCP listener: no Nagle delay on our answers (as libfcgi). */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	fr->ipcFd = fd;
 	return REQUEST_NEXT_READY;
 }

@@ -678,6 +678,49 @@ class TestDirect(unittest.TestCase):
         self.p.proc.wait(5)
         self.assertEqual(self.sb.count(), 1)
 
+    def test_tcp_listener_serves_but_refuses_fcgi_web_server_addrs(self):
+        # spawn-fcgi -p: fd 0 listens on 127.0.0.1.  Served; but libfcgi's
+        # peer check (FCGI_WEB_SERVER_ADDRS) ran inside its own accept,
+        # which we no longer use: with the variable set we refuse to start
+        # rather than serve every peer.
+        def start(env):
+            lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            lsock.bind(("127.0.0.1", 0))
+            lsock.listen(8)
+            e = dict(self.sb.env(), WEBHOOK_CONF=self.sb.conf, **env)
+            proc = subprocess.Popen([FCGI], stdin=lsock.fileno(),
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, env=e)
+            return lsock, proc
+
+        lsock, proc = start({"FCGI_WEB_SERVER_ADDRS": "127.0.0.1"})
+        try:
+            self.assertEqual(proc.wait(30), 1)
+            self.assertIn(b"FCGI_WEB_SERVER_ADDRS is not supported",
+                          proc.stderr.read())
+        finally:
+            lsock.close()
+        lsock, proc = start({})
+        try:
+            body = event_body("msg_tcp")
+            s = socket.create_connection(lsock.getsockname(), timeout=30)
+            blob = b"".join(harness._nv(k.encode(), v.encode()) for k, v in
+                            signed_params(SECRET_A, "msg_tcp", body))
+            s.sendall(harness._record(harness.FCGI_BEGIN_REQUEST,
+                                      struct.pack(">HB5x", 1, 0)) +
+                      harness._record(harness.FCGI_PARAMS, blob) +
+                      harness._record(harness.FCGI_PARAMS, b"") +
+                      harness._record(harness.FCGI_STDIN, body) +
+                      harness._record(harness.FCGI_STDIN, b""))
+            self.assertEqual(harness.parse_cgi(harness.read_answer(s))[0], 200)
+            s.close()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            proc.stderr.close()
+            lsock.close()
+        self.assertEqual(self.sb.count(), 1)
+
     def test_plain_cgi_mode(self):
         body = event_body("msg_cgi")
         env = dict(self.sb.env())

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -592,6 +594,39 @@ START_TEST(next_kept_connection_woken_stays_open_for_its_next_request)
 }
 END_TEST
 
+START_TEST(next_over_tcp_answers_without_nagle_delay)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof a;
+	FCGX_Request fr;
+	int lfd, c, on = 0;
+
+	/* spawn-fcgi -p: a TCP listener on 127.0.0.1.  libfcgi sets
+	 * TCP_NODELAY on what it accepts; so must we, or each answer's last
+	 * segment may wait for the server's delayed ACK. */
+	wake_setup();
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+	send_begin(c, 0);
+	send_params(c, "REQUEST_METHOD", "POST", 0);
+	FCGX_InitRequest(&fr, -1, 0);
+	ck_assert_int_eq(request_next_fcgi(&fr, lfd, &waitmask, 5000),
+	    REQUEST_NEXT_READY);
+	len = sizeof on;
+	ck_assert_int_eq(getsockopt(fr.ipcFd, IPPROTO_TCP, TCP_NODELAY, &on,
+	    &len), 0);
+	ck_assert_int_eq(on, 1);
+	FCGX_Finish_r(&fr);
+	close(c);
+	close(lfd);
+}
+END_TEST
+
 START_TEST(next_on_what_is_not_a_listening_socket_fails)
 {
 	FCGX_Request fr;
@@ -627,6 +662,7 @@ request_suite(void)
 	tcase_add_test(tc, next_wake_signals_never_end_a_connection_in_hand);
 	tcase_add_test(tc, next_connection_that_ends_or_stalls_is_closed_then_again);
 	tcase_add_test(tc, next_kept_connection_woken_stays_open_for_its_next_request);
+	tcase_add_test(tc, next_over_tcp_answers_without_nagle_delay);
 	tcase_add_test(tc, next_on_what_is_not_a_listening_socket_fails);
 	suite_add_tcase(s, tc);
 	return s;
