@@ -115,7 +115,7 @@ serve_one(struct worker *w)
 		return rc;
 	request_init_fcgi(&r, &w->req);
 	(void)receive_handle(&w->rv, &sites, &r);
-	FCGX_Finish_r(&w->req);
+	request_finish_fcgi(&w->req);
 	/* Replaced by a file that passed the checks: stop as on SIGTERM (the
 	 * main thread sees the signal is ours, and starts the new program
 	 * once every thread has finished the request in hand). */

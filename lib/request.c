@@ -3,6 +3,7 @@
  * (environment, stdin, stdout) or the in-memory fake — request.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -268,6 +269,9 @@ request_next_fcgi(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask,
 	 * connection unless it is kept: it is ours to keep until libfcgi has
 	 * read the begin record, which sets the flag for this request. */
 	fr->keepConnection = 1;
+	/* Detached (FCGX_Detach), libfcgi closes the connection without its
+	 * lingering read: request_finish_fcgi lingers, within a bound. */
+	(void)FCGX_Detach(fr);
 	/* It reads from fr->ipcFd.  On a connection that ends or fails
 	 * before its begin record does, libfcgi closes it and tries to accept
 	 * another on listening socket -1, which fails at once. */
@@ -281,6 +285,49 @@ request_next_fcgi(FCGX_Request *fr, int listen_fd, const sigset_t *waitmask,
 		return REQUEST_NEXT_AGAIN;
 	}
 	return REQUEST_NEXT_READY;
+}
+
+/*
+ * After the answer: stop sending, then read and drop what the server still
+ * sends until it closes or LINGER_MS have passed in all, then close.
+ * Closing with bytes unread resets the connection, and a server may then
+ * drop our answer (a refusal sent before the body was read).  libfcgi's
+ * own lingering close (OS_Close) waits 2 s per read with no total bound:
+ * a peer that kept sending held the thread, and a stop, for ever.
+ */
+#define LINGER_MS	2000
+
+static void
+linger_close(int fd)
+{
+	int64_t end = util_mono_ns() + LINGER_MS * (int64_t)1000000, left;
+	struct pollfd p = { fd, POLLIN, 0 };
+	char trash[4096];
+
+	if (shutdown(fd, SHUT_WR) == 0)
+		while ((left = (end - util_mono_ns()) / 1000000) > 0 &&
+		    poll(&p, 1, (int)left) > 0 &&
+		    read(fd, trash, sizeof trash) > 0)
+			;
+	close(fd);
+}
+
+void
+request_finish_fcgi(FCGX_Request *fr)
+{
+	int fd = -1;
+
+	/* Our own descriptor of the connection: libfcgi closes its own
+	 * (detached: at once), the connection lives on in ours. */
+	if (fr->ipcFd >= 0)
+		fd = fcntl(fr->ipcFd, F_DUPFD_CLOEXEC, 0);
+	FCGX_Finish_r(fr);
+	if (fd < 0)
+		return;
+	if (fr->ipcFd >= 0)
+		close(fd);	/* kept for the server's next request */
+	else
+		linger_close(fd);
 }
 
 /* ---- plain CGI -------------------------------------------------------- */

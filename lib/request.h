@@ -104,6 +104,13 @@ void	request_init_fcgi(struct request *r, FCGX_Request *fr);
  */
 int	request_next_fcgi(FCGX_Request *fr, int listen_fd,
 	    const sigset_t *waitmask, int params_timeout_ms);
+/*
+ * Finish the request request_next_fcgi gave (FCGX_Finish_r: the answer's
+ * last records go out) and, unless the server keeps the connection,
+ * close it lingering at most 2 s in all for the server to close first
+ * (request.c, linger_close).
+ */
+void	request_finish_fcgi(FCGX_Request *fr);
 /* Set `r` up for this process's plain CGI request. */
 void	request_init_cgi(struct request *r);
 

@@ -649,6 +649,40 @@ class TestDirect(unittest.TestCase):
         self.p.proc.wait(10)
         self.assertEqual(self.sb.count(), 1)
 
+    def test_peer_that_keeps_sending_after_the_answer_holds_nothing(self):
+        # A refusal before the body (413) is followed by a lingering close:
+        # read what the server still sends, so that closing does not reset
+        # the answer away.  A peer that never stops sending must not hold
+        # the thread, nor a stop, past the linger's 2 s in all (libfcgi's
+        # own lingering close waited 2 s per read, without end).
+        write_conf(self.sb.conf, database=self.sb.db, secret=SECRET_A, max_body=5000)
+        params = signed_params(SECRET_A, "msg_linger", b"{}")
+        params = [(k, "999999" if k == "CONTENT_LENGTH" else v) for k, v in params]
+        s = self.p.open(params)
+        s.sendall(struct.pack(">BBHHBx", 1, harness.FCGI_STDIN, 1, 5000, 0))
+        s.settimeout(30)
+        self.assertTrue(harness.read_answer(s).startswith(b"Status: 413"))
+        self.p.proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        stop = threading.Event()
+
+        def trickle():      # a byte every 0.2 s, until the socket fails
+            try:
+                while not stop.is_set():
+                    s.send(b"x")
+                    time.sleep(0.2)
+            except OSError:
+                pass
+        t = threading.Thread(target=trickle)
+        t.start()
+        try:
+            self.p.proc.wait(20)
+        finally:
+            stop.set()
+            t.join()
+            s.close()
+        self.assertLess(time.monotonic() - t0, 20)
+
     def test_sigterm_with_a_kept_idle_connection_exits_and_closes_it(self):
         # FCGI_KEEP_CONN: a thread waits on the connection for its next
         # request; a stop ends that wait at once.
