@@ -185,6 +185,16 @@ class PgStorm(Storm):
                   for k, a in enumerate(DRAINERS)]
         return drains + [self.guarded(self.restarter)], [self.guarded(self.killer)]
 
+    def publish(self):
+        super().publish()
+        # On a busy machine the drainers lag behind the publisher: the last
+        # flag may not be claimed by the time the last change is published
+        # (a loaded CI run saw 2 kills of 3).  The drainers and the killer
+        # go on until each flag's drainer is killed.
+        deadline = time.monotonic() + self.long_wait
+        while len(self.killed_ids) < len(KILL_AT) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
     def reap(self, block=False):
         with self.reap_lock:        # three drainer threads reap
             super().reap(block)
