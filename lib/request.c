@@ -317,9 +317,11 @@ request_finish_fcgi(FCGX_Request *fr)
 {
 	int fd = -1;
 
-	/* Our own descriptor of the connection: libfcgi closes its own
-	 * (detached: at once), the connection lives on in ours. */
-	if (fr->ipcFd >= 0)
+	/* Our own descriptor of a connection the server does not keep:
+	 * libfcgi closes its own (detached: at once), the connection lives
+	 * on in ours.  A kept one that failed, libfcgi closes at once too:
+	 * no answer is left to protect on it. */
+	if (fr->ipcFd >= 0 && !fr->keepConnection)
 		fd = fcntl(fr->ipcFd, F_DUPFD_CLOEXEC, 0);
 	FCGX_Finish_r(fr);
 	if (fd < 0)
