@@ -96,6 +96,23 @@ enum inbox_status px_query(struct inbox_pg *ib, const char *stmt,
 enum inbox_status px_exec(struct inbox_pg *ib, const char *sql,
 	    const struct px_params *p, int64_t deadline, const char *what,
 	    struct buf *err);
+/*
+ * Run n statements (each p[i] with parameters, or NULL) in one
+ * round trip, as ONE implicit transaction (libpq's pipeline mode): the
+ * server runs them in order, each with its own snapshot (READ COMMITTED:
+ * a statement sees what committed while an earlier one waited for a
+ * lock), and commits them together after the last, or rolls all back at
+ * the first error.  Not inside a BEGIN.  Returns INBOX_OK with res[i] each
+ * statement's result (PQclear them), or as px_query with every res[i]
+ * NULL; a WARNING during the commit is a failure, as in px_commit.
+ */
+enum inbox_status px_pipeline(struct inbox_pg *ib, int n,
+	    const char *const sql[], const struct px_params *const p[],
+	    PGresult *res[], const char *what, struct buf *err);
+/* After a statement that committed by itself (outside BEGIN): the server's
+ * WARNING during its commit as a failure, as px_commit. */
+enum inbox_status px_warned(struct inbox_pg *ib, const char *what,
+	    struct buf *err);
 /* BEGIN, COMMIT (a WARNING during it, such as a cancelled wait for
  * synchronous replication, is a failure: INBOX_FAILED), ROLLBACK (when
  * the connection is still usable; quiet). */

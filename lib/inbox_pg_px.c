@@ -214,6 +214,74 @@ classify(const PGresult *r)
 	return INBOX_FAILED;
 }
 
+/* A result of what was sent: the first error is the one to report (in
+ * *s and err, kept in *keep), else the last result (a simple query of
+ * several statements) is kept. */
+static void
+take(struct inbox_pg *ib, PGresult *r, enum inbox_status *s, PGresult **keep,
+    const char *what, struct buf *err)
+{
+	ExecStatusType st = PQresultStatus(r);
+
+	if (*s == INBOX_OK && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		*s = classify(r);
+		(void)px_fail(ib, err, *s, what, PQresultErrorMessage(r));
+		PQclear(*keep);
+		*keep = r;
+	} else if (*s == INBOX_OK) {
+		PQclear(*keep);
+		*keep = r;
+	} else {
+		PQclear(r);
+	}
+}
+
+/* Wait for the next result until `deadline`; NULL with *s set when the
+ * wait failed (the connection is then dropped), NULL with *s unchanged at
+ * the end of the statement's results. */
+static PGresult *
+next_result(struct inbox_pg *ib, int64_t deadline, enum inbox_status *s,
+    const char *what, struct buf *err)
+{
+	int w;
+
+	if ((w = wait_ready(ib->conn, deadline)) == -1) {
+		give_up(ib);
+		*s = px_fail(ib, err, INBOX_BUSY, what, "no answer from the "
+		    "server in time (cancelled)");
+		return NULL;
+	}
+	if (w == -2) {
+		ib->broken = 1;
+		*s = px_fail(ib, err, INBOX_FAILED, what,
+		    PQerrorMessage(ib->conn));
+		return NULL;
+	}
+	return PQgetResult(ib->conn);
+}
+
+/* After a statement's results: a lost connection is a failure, and
+ * "cached plan must not change result type" (the schema changed under a
+ * statement prepared here) drops the connection -- a new one prepares it
+ * anew. */
+static enum inbox_status
+settle(struct inbox_pg *ib, enum inbox_status s, const PGresult *keep,
+    const char *what, struct buf *err)
+{
+	const char *code;
+
+	if (PQstatus(ib->conn) != CONNECTION_OK) {
+		ib->broken = 1;
+		if (s == INBOX_OK)
+			s = px_fail(ib, err, INBOX_FAILED, what,
+			    PQerrorMessage(ib->conn));
+	}
+	if (s != INBOX_OK && keep != NULL && (code = PQresultErrorField(keep,
+	    PG_DIAG_SQLSTATE)) != NULL && strcmp(code, "0A000") == 0)
+		ib->broken = 1;
+	return s;
+}
+
 /* The results of what was sent, until the last or `deadline`: the first
  * error, else the last result in *res (NULL: cleared). */
 static enum inbox_status
@@ -221,52 +289,15 @@ collect(struct inbox_pg *ib, int64_t deadline, PGresult **res,
     const char *what, struct buf *err)
 {
 	PGresult *r, *keep = NULL;
-	enum inbox_status s = INBOX_OK;
-	int w;
+	enum inbox_status s = INBOX_OK, w = INBOX_OK;
 
-	for (;;) {
-		if ((w = wait_ready(ib->conn, deadline)) == -1) {
-			give_up(ib);
-			PQclear(keep);
-			return px_fail(ib, err, INBOX_BUSY, what, "no answer "
-			    "from the server in time (cancelled)");
-		}
-		if (w == -2) {
-			ib->broken = 1;
-			PQclear(keep);
-			return px_fail(ib, err, INBOX_FAILED, what,
-			    PQerrorMessage(ib->conn));
-		}
-		if ((r = PQgetResult(ib->conn)) == NULL)
-			break;
-		/* The first error is the one to report; else the last result
-		 * (a simple query of several statements). */
-		if (s == INBOX_OK && PQresultStatus(r) != PGRES_COMMAND_OK &&
-		    PQresultStatus(r) != PGRES_TUPLES_OK) {
-			s = classify(r);
-			(void)px_fail(ib, err, s, what, PQresultErrorMessage(r));
-			PQclear(keep);
-			keep = r;
-		} else if (s == INBOX_OK) {
-			PQclear(keep);
-			keep = r;
-		} else {
-			PQclear(r);
-		}
+	while ((r = next_result(ib, deadline, &w, what, err)) != NULL)
+		take(ib, r, &s, &keep, what, err);
+	if (w != INBOX_OK) {
+		PQclear(keep);
+		return w;
 	}
-	if (PQstatus(ib->conn) != CONNECTION_OK) {
-		ib->broken = 1;
-		if (s == INBOX_OK)
-			s = px_fail(ib, err, INBOX_FAILED, what,
-			    PQerrorMessage(ib->conn));
-	}
-	/* "cached plan must not change result type": the schema changed
-	 * under a statement prepared here.  A new connection prepares it
-	 * anew. */
-	if (s != INBOX_OK && keep != NULL && PQresultErrorField(keep,
-	    PG_DIAG_SQLSTATE) != NULL && strcmp(PQresultErrorField(keep,
-	    PG_DIAG_SQLSTATE), "0A000") == 0)
-		ib->broken = 1;
+	s = settle(ib, s, keep, what, err);
 	if (s != INBOX_OK || res == NULL)
 		PQclear(keep);
 	else
@@ -311,28 +342,39 @@ prepared(struct inbox_pg *ib, const char *sql, char name[16],
 	return INBOX_OK;
 }
 
-enum inbox_status
-px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
-    const struct px_params *p, int64_t deadline, PGresult **res,
-    const char *what, struct buf *err)
+/* Is the connection usable?  INBOX_OK, or FAILED with why. */
+static enum inbox_status
+usable(struct inbox_pg *ib, const char *what, struct buf *err)
+{
+	if (ib->conn == NULL || ib->broken)
+		return px_fail(ib, err, INBOX_FAILED, what, "the connection "
+		    "was dropped after an earlier failure (reopening)");
+	return INBOX_OK;
+}
+
+static int64_t
+default_deadline(const struct inbox_pg *ib)
+{
+	return util_mono_ns() + (ib->busy_timeout_ns > PX_DEFAULT_WAIT_NS ?
+	    ib->busy_timeout_ns : PX_DEFAULT_WAIT_NS);
+}
+
+/*
+ * Send one statement: `stmt` prepared, or `sql` with parameters p or
+ * none.  A statement with parameters (not a batch's: its text varies with
+ * its size) is prepared first, parsed and planned by the server once per
+ * connection: that halved the server's CPU per hand-out
+ * (docs/postgresql.md, "Benchmark").
+ */
+static enum inbox_status
+send_one(struct inbox_pg *ib, const char *stmt, const char *sql,
+    const struct px_params *p, int64_t deadline, const char *what,
+    struct buf *err)
 {
 	enum inbox_status s;
 	char name[16];
 	int ok;
 
-	if (res != NULL)
-		*res = NULL;
-	if (ib->conn == NULL || ib->broken)
-		return px_fail(ib, err, INBOX_FAILED, what, "the connection "
-		    "was dropped after an earlier failure (reopening)");
-	if (deadline == 0)
-		deadline = util_mono_ns() + (ib->busy_timeout_ns >
-		    PX_DEFAULT_WAIT_NS ? ib->busy_timeout_ns : PX_DEFAULT_WAIT_NS);
-	ib->warned = 0;
-	/* A statement with parameters (not a batch's: its text varies with
-	 * its size) runs prepared, parsed and planned by the server once per
-	 * connection: that halved the server's CPU per hand-out
-	 * (docs/postgresql.md, "Benchmark"). */
 	if (stmt == NULL && p != NULL && p->xv == NULL) {
 		if ((s = prepared(ib, sql, name, deadline, what, err)) !=
 		    INBOX_OK)
@@ -356,7 +398,107 @@ px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
 		return px_fail(ib, err, INBOX_FAILED, what,
 		    PQerrorMessage(ib->conn));
 	}
+	return INBOX_OK;
+}
+
+enum inbox_status
+px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
+    const struct px_params *p, int64_t deadline, PGresult **res,
+    const char *what, struct buf *err)
+{
+	enum inbox_status s;
+
+	if (res != NULL)
+		*res = NULL;
+	if ((s = usable(ib, what, err)) != INBOX_OK)
+		return s;
+	if (deadline == 0)
+		deadline = default_deadline(ib);
+	ib->warned = 0;
+	if ((s = send_one(ib, stmt, sql, p, deadline, what, err)) != INBOX_OK)
+		return s;
 	return collect(ib, deadline, res, what, err);
+}
+
+enum inbox_status
+px_pipeline(struct inbox_pg *ib, int n, const char *const sql[],
+    const struct px_params *const p[], PGresult *res[], const char *what,
+    struct buf *err)
+{
+	/* Every statement goes by the extended protocol, the only one a
+	 * pipeline takes: none with parameters has an empty list. */
+	static const struct px_params none;
+	int64_t deadline = default_deadline(ib);
+	enum inbox_status s, w = INBOX_OK;
+	PGresult *r;
+	int i;
+
+	for (i = 0; i < n; i++)
+		res[i] = NULL;
+	if ((s = usable(ib, what, err)) != INBOX_OK)
+		return s;
+	if (PQtransactionStatus(ib->conn) != PQTRANS_IDLE)
+		return px_fail(ib, err, INBOX_FAILED, what, "a pipeline "
+		    "inside a transaction (a bug)");
+	/* Prepared before the pipeline: preparing is a round trip of its
+	 * own, once per connection. */
+	for (i = 0; i < n; i++)
+		if (p[i] == NULL || p[i]->xv == NULL) {
+			char name[16];
+
+			if ((s = prepared(ib, sql[i], name, deadline, what,
+			    err)) != INBOX_OK)
+				return s;
+		}
+	ib->warned = 0;
+	if (!PQenterPipelineMode(ib->conn)) {
+		ib->broken = 1;
+		return px_fail(ib, err, INBOX_FAILED, what,
+		    PQerrorMessage(ib->conn));
+	}
+	for (i = 0; i < n && s == INBOX_OK; i++)
+		s = send_one(ib, NULL, sql[i], p[i] != NULL ? p[i] : &none,
+		    deadline, what, err);
+	if (s == INBOX_OK && !PQpipelineSync(ib->conn)) {
+		ib->broken = 1;
+		s = px_fail(ib, err, INBOX_FAILED, what,
+		    PQerrorMessage(ib->conn));
+	}
+	if (s != INBOX_OK) {	/* half sent: the connection's state is lost */
+		ib->broken = 1;
+		return s;
+	}
+	/* Each statement's results end with NULL; a statement after a failed
+	 * one answers PGRES_PIPELINE_ABORTED (take: not the first error). */
+	for (i = 0; i < n && w == INBOX_OK; i++)
+		while ((r = next_result(ib, deadline, &w, what, err)) != NULL)
+			take(ib, r, &s, &res[i], what, err);
+	/* Then the sync, after the implicit transaction committed. */
+	if (w == INBOX_OK && (r = next_result(ib, deadline, &w, what, err)) !=
+	    NULL) {
+		if (PQresultStatus(r) != PGRES_PIPELINE_SYNC && s == INBOX_OK)
+			s = px_fail(ib, err, INBOX_FAILED, what, "no end of "
+			    "the pipeline where one was due");
+		PQclear(r);
+	}
+	if (w == INBOX_OK && !PQexitPipelineMode(ib->conn)) {
+		ib->broken = 1;
+		if (s == INBOX_OK)
+			s = px_fail(ib, err, INBOX_FAILED, what,
+			    PQerrorMessage(ib->conn));
+	}
+	if (w != INBOX_OK)
+		s = w;
+	for (i = 0; i < n; i++)
+		s = settle(ib, s, res[i], what, err);
+	if (s == INBOX_OK)
+		s = px_warned(ib, what, err);
+	if (s != INBOX_OK)
+		for (i = 0; i < n; i++) {
+			PQclear(res[i]);
+			res[i] = NULL;
+		}
+	return s;
 }
 
 enum inbox_status
@@ -392,7 +534,6 @@ px_commit(struct inbox_pg *ib, int64_t deadline, const char *what,
 {
 	PGresult *r = NULL;
 	enum inbox_status s;
-	char msg[400];
 
 	if ((s = px_query(ib, NULL, "COMMIT", NULL, deadline, &r, what,
 	    err)) != INBOX_OK)
@@ -403,6 +544,14 @@ px_commit(struct inbox_pg *ib, int64_t deadline, const char *what,
 		return px_fail(ib, err, INBOX_FAILED, what, "rolled back");
 	}
 	PQclear(r);
+	return px_warned(ib, what, err);
+}
+
+enum inbox_status
+px_warned(struct inbox_pg *ib, const char *what, struct buf *err)
+{
+	char msg[400];
+
 	/* A WARNING while committing: the wait for synchronous replication
 	 * was cancelled (or the session is being terminated) -- committed
 	 * here, maybe not on the standby.  Not acknowledged: the sender

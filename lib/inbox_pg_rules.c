@@ -153,19 +153,33 @@ inbox_pg_next_due(struct inbox *pib, struct inbox_cursor *cur, int64_t now_ns,
 
 /*
  * The stale rule (DESIGN.md "Stale rule"; lib/inbox_rules.c's
- * check_stale says it in words), for PostgreSQL: strictly older than
- * what was done for the object by either clock.  *stale 0/1.
+ * check_stale says it in words), for PostgreSQL, the one place it is
+ * written: an event of object ($1, $2) created at $3, updated at $4 is
+ * stale when strictly older than what was done for the object by either
+ * clock.  One row (true/false), or none when nothing was done for it.
  */
-static enum inbox_status
-check_stale(struct inbox_pg *ib, const struct inbox_event *e, int *stale,
+#define STALE_PG_SELECT \
+	"SELECT ($3::text IS NOT NULL AND done_created_at IS NOT NULL" \
+	"        AND $3 < done_created_at)" \
+	"    OR ($4::text IS NOT NULL AND done_updated_at IS NOT NULL" \
+	"        AND $4 < done_updated_at)" \
+	" FROM objects WHERE object_type = $1 AND object_id = $2"
+
+/* Its parameters $1 … $4 for e. */
+static void
+bind_stale(struct px_params *p, const struct inbox_event *e)
+{
+	px_raw(p, e->object_type);
+	px_raw(p, e->object_id);
+	px_text(p, e->created_at);
+	px_text(p, e->updated_at);
+}
+
+enum inbox_status
+inbox_pg_is_stale(struct inbox *pib, const struct inbox_event *e, int *stale,
     struct buf *err)
 {
-	static const char sql[] =
-	    "SELECT ($3::text IS NOT NULL AND done_created_at IS NOT NULL"
-	    "        AND $3 < done_created_at)"
-	    "    OR ($4::text IS NOT NULL AND done_updated_at IS NOT NULL"
-	    "        AND $4 < done_updated_at)"
-	    " FROM objects WHERE object_type = $1 AND object_id = $2";
+	struct inbox_pg *ib = PG(pib);
 	struct px_params p = { 0 };
 	PGresult *r = NULL;
 	enum inbox_status s;
@@ -173,188 +187,172 @@ check_stale(struct inbox_pg *ib, const struct inbox_event *e, int *stale,
 	*stale = 0;
 	if (e->object_id == NULL || e->object_type == NULL)
 		return INBOX_OK;
-	px_raw(&p, e->object_type);
-	px_raw(&p, e->object_id);
-	px_text(&p, e->created_at);
-	px_text(&p, e->updated_at);
-	if ((s = px_query(ib, NULL, sql, &p, 0, &r, "stale check", err)) !=
-	    INBOX_OK)
+	bind_stale(&p, e);
+	if ((s = px_query(ib, NULL, STALE_PG_SELECT, &p, 0, &r, "stale check",
+	    err)) != INBOX_OK)
 		return s;
 	*stale = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
 	return INBOX_OK;
 }
 
-enum inbox_status
-inbox_pg_is_stale(struct inbox *ib, const struct inbox_event *e, int *stale,
-    struct buf *err)
-{
-	return check_stale(PG(ib), e, stale, err);
-}
+/*
+ * A claim is one round trip (px_pipeline: two statements, one implicit
+ * transaction), so that a hand-out costs three round trips in all, not
+ * eleven (docs/postgresql.md, "A hand-out's round trips and flushes").
+ *
+ * First the lease: take (or renew, or take over once expired) this
+ * connection's lease on the event's object; nothing when another drainer
+ * holds one that has not expired.  Expiry is by the server's clock:
+ * drainers on several hosts agree on it.  $1 … $3 the lease key, $4 the
+ * owner, $5 the lease in µs.
+ */
+static const char take_lease[] =
+    "INSERT INTO leases (kind, object_type, object_id, owner, expires_at)"
+    " VALUES ($1, $2, $3, $4, clock_timestamp()"
+    "  + $5::bigint * interval '1 microsecond')"
+    " ON CONFLICT (kind, object_type, object_id) DO UPDATE SET"
+    " owner = excluded.owner, expires_at = excluded.expires_at"
+    " WHERE leases.owner = excluded.owner"
+    " OR leases.expires_at <= clock_timestamp()"
+    " RETURNING 1";
 
 /*
- * Take (or renew, or take over once expired) this connection's lease on
- * the event's object, in the caller's transaction; *got 0 when another
- * drainer holds one that has not expired.  Expiry is by the server's
- * clock: drainers on several hosts agree on it.
+ * Then, with a snapshot taken after the lease (a verdict the lease waited
+ * for is seen: its object's clocks, its event's state), the event: if the
+ * lease is ours and the event still pending and first of its object, lock
+ * it (a row another drainer is recording or counting right now is
+ * skipped, not waited for) and either mark it stale (stale rule, not
+ * requeued) or count the hand-out.  The lease goes again unless the event
+ * was handed out, so a claim that finds nothing to do leaves none.  Locks
+ * in one order everywhere, lease before event row (the verdicts too): a
+ * claim that locked the event first and then waited for the lease could
+ * deadlock with the verdict of the drainer releasing it.  $1 … $4 the
+ * stale rule's, $5 the webhook_id, $6 now, $7 … $9 the lease key, $10 the
+ * owner.  One row (requeued, stale, state after) when claimed.
  */
-static enum inbox_status
-take_lease(struct inbox_pg *ib, const struct inbox_event *e, int *got,
-    struct buf *err)
-{
-	struct px_params p = { 0 };
-	char us[24];
-	PGresult *r = NULL;
-	enum inbox_status s;
-
-	*got = 0;
-	px_lease_key(&p, e);
-	px_raw(&p, ib->owner);
-	px_int(&p, ib->lease_ns / 1000, us);
-	if ((s = px_query(ib, NULL,
-	    "INSERT INTO leases (kind, object_type, object_id, owner, expires_at)"
-	    " VALUES ($1, $2, $3, $4, clock_timestamp()"
-	    "  + $5::bigint * interval '1 microsecond')"
-	    " ON CONFLICT (kind, object_type, object_id) DO UPDATE SET"
-	    " owner = excluded.owner, expires_at = excluded.expires_at"
-	    " WHERE leases.owner = excluded.owner"
-	    " OR leases.expires_at <= clock_timestamp()"
-	    " RETURNING 1", &p, 0, &r, "taking the lease", err)) != INBOX_OK)
-		return s;
-	*got = PQntuples(r) == 1;
-	PQclear(r);
-	return INBOX_OK;
-}
-
-/* Release the lease if it is still ours, in the caller's transaction; *held
- * 0 when it is not (expired and taken over: record nothing). */
-static enum inbox_status
-release_lease(struct inbox_pg *ib, const struct inbox_event *e, int *held,
-    struct buf *err)
-{
-	struct px_params p = { 0 };
-	PGresult *r = NULL;
-	enum inbox_status s;
-
-	*held = 0;
-	px_lease_key(&p, e);
-	px_raw(&p, ib->owner);
-	if ((s = px_query(ib, NULL, "DELETE FROM leases WHERE kind = $1"
-	    " AND object_type = $2 AND object_id = $3 AND owner = $4"
-	    " RETURNING 1", &p, 0, &r, "releasing the lease", err)) != INBOX_OK)
-		return s;
-	*held = PQntuples(r) == 1;
-	PQclear(r);
-	return INBOX_OK;
-}
+static const char claim_event[] =
+    "WITH c AS (SELECT e.webhook_id, e.requeued,"
+    "  coalesce((" STALE_PG_SELECT "), false) AS stale"
+    "  FROM events e WHERE e.webhook_id = $5 AND e.state = 'pending'"
+    "  AND EXISTS (SELECT 1 FROM leases WHERE kind = $7"
+    "   AND object_type = $8 AND object_id = $9 AND owner = $10)"
+    "  AND NOT EXISTS (SELECT 1 FROM events_held h"
+    "   WHERE h.webhook_id = e.webhook_id)"
+    "  FOR UPDATE OF e SKIP LOCKED),"
+    " u AS (UPDATE events SET"
+    "  state = CASE WHEN c.stale AND c.requeued = 0 THEN 'stale'"
+    "   ELSE events.state END,"
+    "  finished_at = CASE WHEN c.stale AND c.requeued = 0 THEN $6"
+    "   ELSE events.finished_at END,"
+    "  attempts = events.attempts"
+    "   + CASE WHEN c.stale AND c.requeued = 0 THEN 0 ELSE 1 END"
+    "  FROM c WHERE events.webhook_id = c.webhook_id"
+    "  RETURNING c.requeued, c.stale, events.state),"
+    " d AS (DELETE FROM leases WHERE kind = $7 AND object_type = $8"
+    "  AND object_id = $9 AND owner = $10"
+    "  AND NOT EXISTS (SELECT 1 FROM u WHERE u.state = 'pending'))"
+    " SELECT requeued, stale, state FROM u";
 
 enum inbox_status
 inbox_pg_claim(struct inbox *pib, struct inbox_event *e, int64_t now_ns,
     enum inbox_claim *claim, struct buf *err)
 {
+	static const char *const sql[2] = { take_lease, claim_event };
 	struct inbox_pg *ib = PG(pib);
-	struct px_params p = { 0 };
-	char now[INSTANT_SIZE];
-	PGresult *r = NULL;
+	struct px_params lease = { 0 }, ev = { 0 };
+	const struct px_params *p[2] = { &lease, &ev };
+	char now[INSTANT_SIZE], us[24];
+	PGresult *r[2];
 	enum inbox_status s;
-	int stale, got, held;
 
 	*claim = INBOX_SKIPPED;
-	/*
-	 * Locks in one order everywhere, lease before event row (the
-	 * verdicts' fenced() too): a claim that locked the event first and
-	 * then waited for the lease could deadlock with the verdict of the
-	 * drainer releasing it.  Nothing else is written here (counting
-	 * received rows, SQLite's admission, is inbox_next_due's, in its own
-	 * transactions), so a claim that finds nothing to do rolls back and
-	 * leaves no lease behind.
-	 */
-	if ((s = px_begin(ib, 0, err)) != INBOX_OK)
-		return s;
-	if ((s = take_lease(ib, e, &got, err)) != INBOX_OK)
-		goto fail;
-	if (!got) {	/* another drainer has its object */
-		px_rollback(ib);
-		return INBOX_OK;
-	}
-	/* Still pending and first of its object; a row another drainer is
-	 * recording or counting right now is skipped, not waited for. */
-	px_raw(&p, e->webhook_id);
-	if ((s = px_query(ib, NULL, "SELECT requeued FROM events e"
-	    " WHERE webhook_id = $1 AND state = 'pending'"
-	    " AND NOT EXISTS (SELECT 1 FROM events_held h"
-	    "  WHERE h.webhook_id = e.webhook_id)"
-	    " FOR UPDATE OF e SKIP LOCKED", &p, 0, &r, "claiming an event",
-	    err)) != INBOX_OK)
-		goto fail;
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		px_rollback(ib);
-		return INBOX_OK;
-	}
-	e->requeued = (int)px_int_col(r, 0, 0);
-	PQclear(r);
-	if ((s = check_stale(ib, e, &stale, err)) != INBOX_OK)
-		goto fail;
-	memset(&p, 0, sizeof p);
-	px_raw(&p, e->webhook_id);
-	if (stale && !e->requeued) {
-		if (px_instant(&p, now_ns, now) == -1) {
-			s = px_fail(ib, err, INBOX_FAILED, "claiming an event",
-			    "clock out of range");
-			goto fail;
-		}
-		if ((s = px_exec(ib, "UPDATE events SET state = 'stale',"
-		    " finished_at = $2 WHERE webhook_id = $1", &p, 0,
-		    "claiming an event", err)) != INBOX_OK ||
-		    (s = release_lease(ib, e, &held, err)) != INBOX_OK)
-			goto fail;
-		if ((s = px_commit(ib, 0, "claiming an event", err)) != INBOX_OK)
-			return s;
-		*claim = INBOX_MARKED_STALE;
-		return INBOX_OK;
-	}
-	if ((s = px_exec(ib, "UPDATE events SET attempts = attempts + 1"
-	    " WHERE webhook_id = $1", &p, 0, "claiming an event", err)) !=
+	px_lease_key(&lease, e);
+	px_raw(&lease, ib->owner);
+	px_int(&lease, ib->lease_ns / 1000, us);
+	bind_stale(&ev, e);
+	px_raw(&ev, e->webhook_id);
+	if (px_instant(&ev, now_ns, now) == -1)
+		return px_fail(ib, err, INBOX_FAILED, "claiming an event",
+		    "clock out of range");
+	px_lease_key(&ev, e);
+	px_raw(&ev, ib->owner);
+	if ((s = px_pipeline(ib, 2, sql, p, r, "claiming an event", err)) !=
 	    INBOX_OK)
-		goto fail;
-	if ((s = px_commit(ib, 0, "claiming an event", err)) != INBOX_OK)
 		return s;
-	e->attempts++;
-	*claim = stale ? INBOX_CLAIMED_STALE : INBOX_CLAIMED;
+	if (PQntuples(r[1]) == 1) {
+		e->requeued = (int)px_int_col(r[1], 0, 0);
+		if (strcmp(PQgetvalue(r[1], 0, 2), "stale") == 0) {
+			*claim = INBOX_MARKED_STALE;
+		} else {
+			e->attempts++;
+			*claim = strcmp(PQgetvalue(r[1], 0, 1), "t") == 0 ?
+			    INBOX_CLAIMED_STALE : INBOX_CLAIMED;
+		}
+	}
+	PQclear(r[0]);
+	PQclear(r[1]);
 	return INBOX_OK;
-fail:
-	px_rollback(ib);
-	return s;
 }
 
-/* A verdict's transaction: release the lease (INBOX_LOST, nothing
- * recorded, when it is no longer ours), then run `sql` with p. */
-static enum inbox_status
-fenced(struct inbox_pg *ib, const struct inbox_event *e, const char *sql,
-    const struct px_params *p, PGresult **res, const char *what,
-    struct buf *err)
-{
-	enum inbox_status s;
-	int held;
+/*
+ * A verdict is one statement in a transaction of its own, one round trip
+ * (fenced): release the lease if it is still this connection's (l), and
+ * only then (lease before event row, as in a claim) record on the event,
+ * in the statement that follows FENCED: its $1 … $4 are the lease key and
+ * owner (bind_fence), and it ends by selecting, first, whether the lease
+ * was held.  A lease that is no longer ours (expired and taken over)
+ * records nothing.
+ */
+#define FENCED \
+	"WITH l AS (DELETE FROM leases WHERE kind = $1 AND object_type = $2" \
+	" AND object_id = $3 AND owner = $4 RETURNING 1)"
 
-	if ((s = px_begin(ib, 0, err)) != INBOX_OK)
+static void
+bind_fence(struct inbox_pg *ib, struct px_params *p,
+    const struct inbox_event *e)
+{
+	px_lease_key(p, e);
+	px_raw(p, ib->owner);
+}
+
+/*
+ * Run a FENCED statement; INBOX_LOST when the lease was no longer ours,
+ * else its one row in *res (PQclear it).
+ *
+ * Its commit does not wait for the WAL flush (synchronous_commit off for
+ * this transaction only), as the SQLite drainer's verdicts commit with
+ * synchronous = NORMAL (lib/drain.c, drain_run): a crash of the server
+ * can lose only the last verdicts, since any later synchronous commit
+ * (the next claim) flushes them; a lost one leaves its event pending under
+ * the claim's lease, which is durable and expires, and the event is handed
+ * out again, at least once.  That saved a flush per hand-out, about 1 ms
+ * of the 8 the bench machine spent (docs/postgresql.md, "Benchmark").
+ */
+static enum inbox_status
+fenced(struct inbox_pg *ib, const char *sql, const struct px_params *p,
+    PGresult **res, const char *what, struct buf *err)
+{
+	static const char *const async =
+	    "SELECT set_config('synchronous_commit', 'off', true)";
+	const char *q[2] = { async, sql };
+	const struct px_params *qp[2] = { NULL, p };
+	PGresult *r[2];
+	enum inbox_status s;
+
+	if ((s = px_pipeline(ib, 2, q, qp, r, what, err)) != INBOX_OK)
 		return s;
-	if ((s = release_lease(ib, e, &held, err)) != INBOX_OK)
-		goto fail;
-	if (!held) {
-		px_rollback(ib);
+	PQclear(r[0]);
+	*res = r[1];
+	if (PQntuples(*res) != 1 || strcmp(PQgetvalue(*res, 0, 0), "t") != 0) {
+		PQclear(*res);
+		*res = NULL;
 		return px_fail(ib, err, INBOX_LOST, what, "this drainer's lease "
 		    "on the event's object expired and another drainer took it "
 		    "over (the handler ran longer than the lease); nothing "
 		    "recorded, the other drainer hands it out");
 	}
-	if ((s = px_query(ib, NULL, sql, p, 0, res, what, err)) != INBOX_OK)
-		goto fail;
-	return INBOX_OK;	/* the caller commits */
-fail:
-	px_rollback(ib);
-	return s;
+	return INBOX_OK;
 }
 
 static void
@@ -378,20 +376,23 @@ inbox_pg_finish_stale(struct inbox *pib, const struct inbox_event *e,
 	struct inbox_pg *ib = PG(pib);
 	struct px_params p = { 0 };
 	char now[INSTANT_SIZE];
+	PGresult *r = NULL;
 	enum inbox_status s;
 
+	bind_fence(ib, &p, e);
 	px_raw(&p, e->webhook_id);
 	if (px_instant(&p, now_ns, now) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "marking stale",
 		    "clock out of range");
-	if ((s = fenced(ib, e, "UPDATE events SET state = 'stale',"
-	    " finished_at = $2, requeued = 0"
-	    " WHERE webhook_id = $1 AND state = 'pending'", &p, NULL,
-	    "marking stale", err)) != INBOX_OK)
+	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET state = 'stale',"
+	    "  finished_at = $6, requeued = 0"
+	    "  WHERE webhook_id = $5 AND state = 'pending'"
+	    "  AND EXISTS (SELECT 1 FROM l) RETURNING 1)"
+	    " SELECT EXISTS (SELECT 1 FROM l)", &p, &r, "marking stale",
+	    err)) != INBOX_OK)
 		return s;
-	if ((s = px_commit(ib, 0, "marking stale", err)) != INBOX_OK)
-		px_rollback(ib);
-	return s;
+	PQclear(r);
+	return INBOX_OK;
 }
 
 enum inbox_status
@@ -399,45 +400,45 @@ inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
     int64_t now_ns, const void *output, size_t output_len, struct buf *err)
 {
 	struct inbox_pg *ib = PG(pib);
-	struct px_params p = { 0 }, q = { 0 };
+	struct px_params p = { 0 };
 	char now[INSTANT_SIZE];
+	PGresult *r = NULL;
 	enum inbox_status s;
+	int object = e->object_id != NULL && e->object_type != NULL;
 
+	bind_fence(ib, &p, e);
 	px_raw(&p, e->webhook_id);
 	if (px_instant(&p, now_ns, now) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "marking done",
 		    "clock out of range");
 	bind_output(&p, output, output_len);
-	if ((s = fenced(ib, e, "UPDATE events SET state = 'done',"
-	    " finished_at = $2, requeued = 0, last_error = NULL,"
-	    " last_output = $3::bytea WHERE webhook_id = $1", &p, NULL,
-	    "marking done", err)) != INBOX_OK)
+	px_raw(&p, object ? e->object_type : NULL);
+	px_raw(&p, object ? e->object_id : NULL);
+	px_text(&p, instant_later(e->created_at, e->object_version));
+	px_text(&p, instant_later(e->updated_at, e->object_version));
+	/* The object's clocks only move forward (greatest() ignores NULLs).
+	 * They are written once the event row is (o waits for all of u:
+	 * lease, event, object, as before), whether or not the row is still
+	 * there (an operator's forget while it ran). */
+	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET state = 'done',"
+	    "  finished_at = $6, requeued = 0, last_error = NULL,"
+	    "  last_output = $7::bytea"
+	    "  WHERE webhook_id = $5 AND EXISTS (SELECT 1 FROM l) RETURNING 1),"
+	    " o AS (INSERT INTO objects (object_type, object_id,"
+	    "  done_created_at, done_updated_at, done_at)"
+	    "  SELECT $8, $9, $10, $11, $6 FROM l WHERE $8::text IS NOT NULL"
+	    "  AND (SELECT count(*) FROM u) >= 0"
+	    "  ON CONFLICT (object_type, object_id) DO UPDATE SET"
+	    "  done_created_at = greatest(objects.done_created_at,"
+	    "   excluded.done_created_at),"
+	    "  done_updated_at = greatest(objects.done_updated_at,"
+	    "   excluded.done_updated_at),"
+	    "  done_at = excluded.done_at)"
+	    " SELECT EXISTS (SELECT 1 FROM l)", &p, &r, "marking done",
+	    err)) != INBOX_OK)
 		return s;
-	if (e->object_id != NULL && e->object_type != NULL) {
-		/* Clocks only move forward: greatest() ignores NULLs. */
-		px_raw(&q, e->object_type);
-		px_raw(&q, e->object_id);
-		px_text(&q, instant_later(e->created_at, e->object_version));
-		px_text(&q, instant_later(e->updated_at, e->object_version));
-		px_raw(&q, now);
-		if ((s = px_exec(ib, "INSERT INTO objects (object_type, object_id,"
-		    " done_created_at, done_updated_at, done_at)"
-		    " VALUES ($1, $2, $3, $4, $5)"
-		    " ON CONFLICT (object_type, object_id) DO UPDATE SET"
-		    " done_created_at = greatest(objects.done_created_at,"
-		    "  excluded.done_created_at),"
-		    " done_updated_at = greatest(objects.done_updated_at,"
-		    "  excluded.done_updated_at),"
-		    " done_at = excluded.done_at", &q, 0, "marking done", err)) !=
-		    INBOX_OK)
-			goto fail;
-	}
-	if ((s = px_commit(ib, 0, "marking done", err)) != INBOX_OK)
-		goto fail;
+	PQclear(r);
 	return INBOX_OK;
-fail:
-	px_rollback(ib);
-	return s;
 }
 
 enum inbox_status
@@ -452,6 +453,7 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	enum inbox_status s;
 
 	*dead = 0;
+	bind_fence(ib, &p, e);
 	px_raw(&p, e->webhook_id);
 	px_text(&p, error);
 	bind_output(&p, output, output_len);
@@ -460,28 +462,25 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	    px_instant(&p, now_ns + retry_ns, next) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "recording a failure",
 		    "clock out of range");
-	if ((s = fenced(ib, e,
-	    "UPDATE events SET failures = failures + 1, last_error = $2,"
-	    " first_error = coalesce(first_error, $2),"
+	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET"
+	    "  failures = failures + 1, last_error = $6,"
+	    "  first_error = coalesce(first_error, $6),"
 	    /* the first of the failures since received or requeued */
-	    " failing_since = coalesce(failing_since, $5),"
-	    " last_output = $3::bytea,"
-	    " state = CASE WHEN failures + 1 >= $4::bigint THEN 'dead'"
-	    "  ELSE state END,"
-	    " finished_at = CASE WHEN failures + 1 >= $4::bigint THEN $5"
-	    "  ELSE NULL END,"
-	    " next_at = $6"
-	    " WHERE webhook_id = $1 AND state = 'pending'"
-	    " RETURNING state = 'dead'", &p, &r, "recording a failure", err)) !=
-	    INBOX_OK)
+	    "  failing_since = coalesce(failing_since, $9),"
+	    "  last_output = $7::bytea,"
+	    "  state = CASE WHEN failures + 1 >= $8::bigint THEN 'dead'"
+	    "   ELSE state END,"
+	    "  finished_at = CASE WHEN failures + 1 >= $8::bigint THEN $9"
+	    "   ELSE NULL END,"
+	    "  next_at = $10"
+	    "  WHERE webhook_id = $5 AND state = 'pending'"
+	    "  AND EXISTS (SELECT 1 FROM l) RETURNING state = 'dead' AS dead)"
+	    " SELECT EXISTS (SELECT 1 FROM l), coalesce((SELECT dead FROM u),"
+	    "  false)", &p, &r, "recording a failure", err)) != INBOX_OK)
 		return s;
-	*dead = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	*dead = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
 	PQclear(r);
-	if ((s = px_commit(ib, 0, "recording a failure", err)) != INBOX_OK) {
-		px_rollback(ib);
-		*dead = 0;
-	}
-	return s;
+	return INBOX_OK;
 }
 
 /* As SQLite's list (lib/inbox_rules.c): pages read, then handed out, so

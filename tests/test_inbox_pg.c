@@ -259,6 +259,8 @@ START_TEST(stale_by_either_clock_and_requeue)
 	store("same", "t", AT("10:00:05"), "client", "1", NULL);
 	drain_ids(ib, NULL, now, got, sizeof got);
 	ck_assert_str_eq(got, "old(stale) same oldver(stale)");
+	/* Marking stale released the lease the claim took. */
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
 	f.webhook_id = "old";
 	OK(inbox_requeue(ib, &f, now, &n, &err));
 	ck_assert_int_eq(n, 1);
@@ -304,6 +306,107 @@ START_TEST(second_drainer_skips_a_leased_object)
 	inbox_event_free(&e);
 	inbox_event_free(&e2);
 	inbox_close(other);
+}
+END_TEST
+
+/* A claim of an event that is no longer pending (done by another drainer
+ * after it was found due) takes the lease and gives it back. */
+START_TEST(claim_that_finds_nothing_leaves_no_lease)
+{
+	struct inbox *other = open_lease(0);
+	struct inbox_cursor cur;
+	struct inbox_event e, e2;
+	enum inbox_claim claim;
+	int64_t now = util_now_ns() + DAY;
+
+	store("n1", "t", AT("10:00:01"), "client", "3", NULL);
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	inbox_event_init(&e2);
+	OK(inbox_next_due(ib, &cur, now, 0, 0, &e, &err));
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(other, &cur, now, 0, 0, &e2, &err));
+	OK(inbox_claim(other, &e2, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	OK(inbox_finish_done(other, &e2, now, NULL, 0, &err));
+	OK(inbox_claim(ib, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_SKIPPED);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
+	ck_assert_int_eq(sql_int("SELECT attempts FROM events"), 1);
+	inbox_event_free(&e);
+	inbox_event_free(&e2);
+	inbox_close(other);
+}
+END_TEST
+
+/*
+ * A claim that waits for the lease while another drainer's verdict
+ * releases it must see that verdict: the object's clocks it advanced make
+ * an older event stale.  (A claim written as one statement would judge
+ * with the snapshot it took before the wait, and hand the older event
+ * out after the newer one.)  The verdict is played here by a connection of
+ * the test's, holding the lease row locked until the claim waits for it.
+ */
+START_TEST(claim_that_waited_for_a_verdict_sees_its_clocks)
+{
+	struct inbox_cursor cur;
+	struct inbox_event e;
+	enum inbox_claim claim;
+	int64_t now = util_now_ns() + DAY;
+	PGconn *v = PQconnectdb(uri);
+	PGresult *r;
+	pid_t child;
+	int status;
+
+	ck_assert_int_eq(PQstatus(v), CONNECTION_OK);
+	store("a2", "t", AT("10:00:05"), "client", "5", AT("09:00:05"));
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	OK(inbox_next_due(ib, &cur, now, 0, 0, &e, &err));
+	OK(inbox_claim(ib, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	/* Sent before a2, arrived after it was handed out: first now. */
+	store("a1", "t", AT("10:00:01"), "client", "5", AT("09:00:01"));
+	r = PQexec(v, "BEGIN; SELECT 1 FROM leases FOR UPDATE");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	if ((child = fork()) == 0) {
+		struct inbox *other = open_lease(0);
+		struct inbox_event e2;
+
+		inbox_event_init(&e2);
+		memset(&cur, 0, sizeof cur);
+		if (inbox_next_due(other, &cur, now, 0, 0, &e2, &err) !=
+		    INBOX_OK || strcmp(e2.webhook_id, "a1") != 0)
+			_exit(2);
+		if (inbox_claim(other, &e2, now, &claim, &err) != INBOX_OK)
+			_exit(3);
+		_exit(claim == INBOX_MARKED_STALE ? 0 : 10 + (int)claim);
+	}
+	while (sql_int("SELECT count(*) FROM pg_stat_activity WHERE"
+	    " datname = current_database() AND wait_event_type = 'Lock'") == 0) {
+		ck_assert_msg(waitpid(child, &status, WNOHANG) == 0,
+		    "the claim ended without waiting: exit %d",
+		    WEXITSTATUS(status));
+		usleep(10000);
+	}
+	/* The verdict on a2, as inbox_finish_done writes it. */
+	r = PQexec(v, "DELETE FROM leases;"
+	    " UPDATE events SET state = 'done' WHERE webhook_id = 'a2';"
+	    " INSERT INTO objects (object_type, object_id, done_updated_at,"
+	    "  done_at) VALUES ('client', '5', '2026-03-01T09:00:05.000000000Z',"
+	    "  '2026-03-01T10:00:00.000000000Z'); COMMIT");
+	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s",
+	    PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(v);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the claim after the wait: exit %d", WEXITSTATUS(status));
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE webhook_id = 'a1' AND state = 'stale'"), 1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
+	inbox_event_free(&e);
 }
 END_TEST
 
@@ -864,6 +967,8 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, stale_by_either_clock_and_requeue);
 	tcase_add_test(tc, second_drainer_skips_a_leased_object);
 	tcase_add_test(tc, expired_lease_taken_over_and_the_late_verdict_is_lost);
+	tcase_add_test(tc, claim_that_finds_nothing_leaves_no_lease);
+	tcase_add_test(tc, claim_that_waited_for_a_verdict_sees_its_clocks);
 	tcase_add_test(tc, batch_with_cursor_and_failed_death);
 	tcase_add_test(tc, filters_globs_forget_and_status);
 	tcase_add_test(tc, retention_drops_bodies_then_rows);
