@@ -320,30 +320,20 @@ bind_fence(struct inbox_pg *ib, struct px_params *p,
  * Run a FENCED statement; INBOX_LOST when the lease was no longer ours,
  * else its one row in *res (PQclear it).
  *
- * Its commit does not wait for the WAL flush (synchronous_commit off for
- * this transaction only), as the SQLite drainer's verdicts commit with
- * synchronous = NORMAL (lib/drain.c, drain_run): a crash of the server
- * can lose only the last verdicts, since any later synchronous commit
- * (the next claim) flushes them; a lost one leaves its event pending under
- * the claim's lease, which is durable and expires, and the event is handed
- * out again, at least once.  That saved a flush per hand-out, about 1 ms
- * of the 8 the bench machine spent (docs/postgresql.md, "Benchmark").
+ * Its commit waits for the WAL flush, as every drainer commit here: a
+ * verdict lost in a crash of the server would not only hand its event out
+ * again -- the object's clocks it advanced decide whether an older event
+ * of the object, stored meanwhile, is stale, and a dead letter would come
+ * back to life (test_inbox_pg crashes the server right after a verdict).
  */
 static enum inbox_status
 fenced(struct inbox_pg *ib, const char *sql, const struct px_params *p,
     PGresult **res, const char *what, struct buf *err)
 {
-	static const char *const async =
-	    "SELECT set_config('synchronous_commit', 'off', true)";
-	const char *q[2] = { async, sql };
-	const struct px_params *qp[2] = { NULL, p };
-	PGresult *r[2];
 	enum inbox_status s;
 
-	if ((s = px_pipeline(ib, 2, q, qp, r, what, err)) != INBOX_OK)
+	if ((s = px_query(ib, NULL, sql, p, 0, res, what, err)) != INBOX_OK)
 		return s;
-	PQclear(r[0]);
-	*res = r[1];
 	if (PQntuples(*res) != 1 || strcmp(PQgetvalue(*res, 0, 0), "t") != 0) {
 		PQclear(*res);
 		*res = NULL;
@@ -352,7 +342,11 @@ fenced(struct inbox_pg *ib, const char *sql, const struct px_params *p,
 		    "over (the handler ran longer than the lease); nothing "
 		    "recorded, the other drainer hands it out");
 	}
-	return INBOX_OK;
+	if ((s = px_warned(ib, what, err)) != INBOX_OK) {
+		PQclear(*res);
+		*res = NULL;
+	}
+	return s;
 }
 
 static void

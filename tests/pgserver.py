@@ -121,6 +121,26 @@ class PgServer:
                 break
             time.sleep(0.1)
 
+    @classmethod
+    def attach(cls, directory):
+        """The server in a directory a PgServer of another process made."""
+        self = cls.__new__(cls)
+        self.dir = directory
+        self.data = os.path.join(directory, "data")
+        self.sock = os.path.join(directory, "sock")
+        self.log = os.path.join(directory, "server.log")
+        self.user = _system_user()
+        self.running = True
+        self.dbs = 0
+        return self
+
+    def crash_restart(self):
+        """Stopped as in a crash (-m immediate: no shutdown checkpoint, and
+        WAL not yet written out of the server's memory is lost), then
+        started again (recovery)."""
+        self.stop("immediate")
+        self.start()
+
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -187,13 +207,22 @@ def shared():
 
 
 def main(argv):
+    """pgserver.py -- COMMAND: COMMAND with a new server's database in
+    WEBHOOK_TEST_DATABASE, and in WEBHOOK_TEST_PG_CRASH a command that
+    crashes that server and starts it again (pgserver.py --crash-restart
+    DIR)."""
+    if argv[1:2] == ["--crash-restart"] and len(argv) == 3:
+        PgServer.attach(argv[2]).crash_restart()
+        return 0
     if "--" not in argv:
         print("usage: pgserver.py -- COMMAND...", file=sys.stderr)
         return 2
     cmd = argv[argv.index("--") + 1:]
     srv = PgServer()
     try:
-        env = dict(os.environ, WEBHOOK_TEST_DATABASE=srv.new_database())
+        env = dict(os.environ, WEBHOOK_TEST_DATABASE=srv.new_database(),
+                   WEBHOOK_TEST_PG_CRASH="%s %s --crash-restart %s" % (
+                       sys.executable, os.path.abspath(__file__), srv.dir))
         return subprocess.run(cmd, env=env).returncode
     finally:
         srv.cleanup()

@@ -410,6 +410,67 @@ START_TEST(claim_that_waited_for_a_verdict_sees_its_clocks)
 }
 END_TEST
 
+/*
+ * A verdict that returned is on disk: the server crashed right after it
+ * (stopped -m immediate: what it had not flushed is gone) still has it.
+ * A dead letter stays dead; a done event stays done, and the object's
+ * clocks it advanced make an older event of the object, stored before
+ * the verdict, stale.  The first drainer's leases are 1 ms long, so that a
+ * verdict lost with its lease back would show at once.
+ */
+START_TEST(verdicts_survive_a_crash_of_the_server)
+{
+	const char *crash = getenv("WEBHOOK_TEST_PG_CRASH");
+	struct inbox *first = open_lease(1000000), *after;
+	struct inbox_cursor cur;
+	struct inbox_event e;
+	enum inbox_claim claim;
+	int64_t now = util_now_ns() + DAY;
+	int dead;
+
+	ck_assert_msg(crash != NULL, "WEBHOOK_TEST_PG_CRASH is not set: run "
+	    "this under tests/pgserver.py");
+	inbox_event_init(&e);
+	store("d1", "t", AT("10:00:00"), "client", "5", NULL);
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(first, &cur, now, 0, 0, &e, &err));
+	OK(inbox_claim(first, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	OK(inbox_finish_failed(first, &e, now, SEC, 1, "boom", NULL, 0, &dead,
+	    &err));
+	ck_assert_int_eq(dead, 1);
+	ck_assert_int_eq(system(crash), 0);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE webhook_id = 'd1' AND state = 'dead'"), 1);
+	inbox_close(first);
+	inbox_close(ib);	/* their connections died with the server */
+	ib = open_lease(0);
+
+	first = open_lease(1000000);
+	store("a2", "t", AT("10:00:05"), "client", "6", AT("09:00:05"));
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(first, &cur, now, 0, 0, &e, &err));
+	ck_assert_str_eq(e.webhook_id, "a2");
+	OK(inbox_claim(first, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_CLAIMED);
+	/* Sent before a2, stored while its handler ran. */
+	store("a1", "t", AT("10:00:01"), "client", "6", AT("09:00:01"));
+	OK(inbox_finish_done(first, &e, now, NULL, 0, &err));
+	ck_assert_int_eq(system(crash), 0);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE webhook_id = 'a2' AND state = 'done'"), 1);
+	after = open_lease(0);
+	memset(&cur, 0, sizeof cur);
+	OK(inbox_next_due(after, &cur, now, 0, 0, &e, &err));
+	ck_assert_str_eq(e.webhook_id, "a1");
+	OK(inbox_claim(after, &e, now, &claim, &err));
+	ck_assert_int_eq(claim, INBOX_MARKED_STALE);
+	inbox_event_free(&e);
+	inbox_close(first);
+	inbox_close(after);
+}
+END_TEST
+
 START_TEST(expired_lease_taken_over_and_the_late_verdict_is_lost)
 {
 	struct inbox *first = open_lease(1000000);	/* 1 ms */
@@ -969,6 +1030,7 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, expired_lease_taken_over_and_the_late_verdict_is_lost);
 	tcase_add_test(tc, claim_that_finds_nothing_leaves_no_lease);
 	tcase_add_test(tc, claim_that_waited_for_a_verdict_sees_its_clocks);
+	tcase_add_test(tc, verdicts_survive_a_crash_of_the_server);
 	tcase_add_test(tc, batch_with_cursor_and_failed_death);
 	tcase_add_test(tc, filters_globs_forget_and_status);
 	tcase_add_test(tc, retention_drops_bodies_then_rows);
