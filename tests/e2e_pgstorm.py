@@ -406,12 +406,20 @@ class PgStorm(Storm):
                 P.append("%s was in hand at a drainer's kill and not handed out again"
                          % mid)
         if len(self.killed_ids) != len(KILL_AT):
-            P.append("%d drainer kills of %d happened" % (len(self.killed_ids),
-                                                          len(KILL_AT)))
+            # Which flags were raised, claimed, and by whom: what the next
+            # look at such a run needs.
+            P.append("%d drainer kills of %d happened (flags: %s)" % (
+                len(self.killed_ids), len(KILL_AT),
+                " ".join(sorted(os.listdir(self.slow_dir)))))
         # A drainer with --jobs 2 killed while its other handler read its
-        # body: that body may end early (ledger.check_handouts).
+        # body: that body may end early (ledger.check_handouts).  So may
+        # the body of a handler whose drainer was killed before the
+        # handler looked up who its drainer was: it found itself
+        # reparented (pid 1), no drainer of ours.
         killed = {r.pid for r in self.runs if r.killed}
-        cut = {i for i, pid in enumerate(self.by_pid) if pid in killed}
+        ours = {r.pid for r in self.runs}
+        cut = {i for i, pid in enumerate(self.by_pid)
+               if pid in killed or pid not in ours}
         P += ledger.check_all(self.ledger, rows, lines, LATENCY_BOUND, True, allowed,
                               exact_attempts=False, cut_short=cut)
         P += self.check_outages()
