@@ -466,13 +466,15 @@ LIMITS = {
     "transactions without a sync); with `sleep 0.02`, the 20 ms per "
     "hand-out until N handlers' own CPU (two execs each) or the one "
     "drainer's claim loop fills the idle cores.",
-    "postgresql": "as on SQLite, plus a round trip to the server per "
-    "statement: a claim (lease, row lock, stale rule) and a verdict "
-    "(fenced by the lease) are each a transaction whose commit waits for "
-    "a WAL flush (synchronous_commit = on): with handler `true` the "
-    "drainer's commits, not the process start, can set the pace; N "
-    "drainers also walk the same due events and skip each other's leased "
-    "objects, which costs claims that roll back.",
+    "postgresql": "as on SQLite, plus three round trips to the server "
+    "per hand-out (the next due event; a claim: lease, row lock, stale "
+    "rule; a verdict fenced by the lease), the claim and the verdict each "
+    "a transaction whose commit waits for a WAL flush (synchronous_commit "
+    "= on), with the server on the same cores: with handler `true` they "
+    "add to a process start that alone takes longer than the ceiling's "
+    "(docs/postgresql.md, \"Benchmark\"); N drainers also walk the same "
+    "due events and skip each other's leased objects, which costs claims "
+    "that find nothing.",
 }
 
 
