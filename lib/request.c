@@ -318,17 +318,14 @@ request_finish_fcgi(FCGX_Request *fr)
 	int fd = -1;
 
 	/* Our own descriptor of a connection the server does not keep:
-	 * libfcgi closes its own (detached: at once), the connection lives
-	 * on in ours.  A kept one that failed, libfcgi closes at once too:
-	 * no answer is left to protect on it. */
+	 * FCGX_Finish_r always closes such a one (detached: at once, no
+	 * linger), and the connection lives on in ours.  A kept one that
+	 * failed, libfcgi closes at once too: no answer is left to protect
+	 * on it. */
 	if (fr->ipcFd >= 0 && !fr->keepConnection)
 		fd = fcntl(fr->ipcFd, F_DUPFD_CLOEXEC, 0);
 	FCGX_Finish_r(fr);
-	if (fd < 0)
-		return;
-	if (fr->ipcFd >= 0)
-		close(fd);	/* kept for the server's next request */
-	else
+	if (fd >= 0)
 		linger_close(fd);
 }
 
