@@ -18,7 +18,7 @@ PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/n
 CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # PostgreSQL (libpq) in the default build; the static build leaves it out
-# (no -DWEBHOOK_POSTGRESQL: lib/inbox_pg*.c compile to nothing there, and
+# (no -DWEBHOOK_POSTGRESQL: lib/store/postgresql/*.c compile to nothing there, and
 # a postgresql:// database is a config error; docs/postgresql.md).
 PG_CFLAGS  := -DWEBHOOK_POSTGRESQL $(shell pkg-config --cflags libpq 2>/dev/null)
 PG_LIBS    := $(shell pkg-config --libs libpq 2>/dev/null)
@@ -29,26 +29,31 @@ CFLAGS	?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I.
 
 B	?= build
+# Every header: an object depends on all of them (a plain Makefile).
+LIB_H	:= $(wildcard lib/*/*.h lib/*/*/*.h)
 SAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	    -fno-sanitize-recover=undefined
-# ThreadSanitizer, for the tests of what threads share (lib/committer.c).
+# ThreadSanitizer, for the tests of what threads share (lib/receive/committer.c).
 TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
-LIB_SRC	 = lib/util.c lib/instant.c lib/signature.c lib/event.c lib/config.c \
-	   lib/request.c lib/site.c lib/receive.c \
-	   lib/inbox.c lib/inbox_rules.c lib/inbox_ops.c lib/inbox_wal.c \
-	   lib/inbox_stamp.c lib/inbox_copy.c lib/copy.c \
-	   lib/inbox_backend.c lib/inbox_pg.c lib/inbox_pg_px.c lib/inbox_pg_rules.c \
-	   lib/inbox_pg_ops.c lib/inbox_pg_copy.c \
-	   lib/handler.c lib/guard.c lib/runlock.c lib/api.c \
-	   lib/committer.c lib/walsync.c lib/version.c lib/upgrade.c \
-	   lib/present.c lib/refetch.c lib/drain.c lib/paging.c lib/setup_check.c \
-	   lib/sender.c lib/status.c lib/digest.c lib/trial.c lib/ping.c lib/probe.c \
-	   lib/bulk.c \
-	   lib/history.c lib/inbox_history.c lib/runrec.c lib/report.c \
-	   lib/report_html.c lib/report_prom.c
-LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/schema.o $(B)/lib/schema_pg.o
+# lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
+COMMON_SRC  = $(addprefix lib/common/,util.c instant.c config.c version.c)
+RECEIVE_SRC = $(addprefix lib/receive/,signature.c event.c request.c site.c \
+	      receive.c committer.c upgrade.c)
+STORE_SRC   = $(addprefix lib/store/,inbox.c copy.c) \
+	      $(addprefix lib/store/sqlite/,engine.c rules.c ops.c history.c \
+	      copy.c wal.c stamp.c walsync.c) \
+	      $(addprefix lib/store/postgresql/,engine.c statements.c rules.c \
+	      ops.c copy.c)
+DRAIN_SRC   = $(addprefix lib/drain/,drain.c handler.c guard.c runlock.c \
+	      refetch.c paging.c api.c digest.c ping.c)
+OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c bulk.c trial.c \
+	      setup_check.c sender.c probe.c)
+REPORT_SRC  = $(addprefix lib/report/,history.c runrec.c report.c html.c prom.c)
+LIB_SRC	 = $(COMMON_SRC) $(RECEIVE_SRC) $(STORE_SRC) $(DRAIN_SRC) \
+	   $(OPERATOR_SRC) $(REPORT_SRC)
+LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
@@ -62,7 +67,7 @@ all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 # `--version`: VERSION from the tree, the commit from git (with -dirty when
 # tracked files differ from it); outside a git checkout, "unknown".  The
-# stamp changes only when they do, so lib/version.o is rebuilt only then.
+# stamp changes only when they do, so lib/common/version.o is rebuilt only then.
 VERSION	:= $(shell cat VERSION)
 COMMIT	:= $(shell if git rev-parse --git-dir >/dev/null 2>&1; then \
 	     c=$$(git rev-parse --short=12 HEAD); \
@@ -74,26 +79,27 @@ $(B)/version.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' >$@
 
-$(B)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp
+$(B)/lib/common/version.o: lib/common/version.c $(LIB_H) $(B)/version.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
-$(B)/%.o: %.c lib/*.h
+$(B)/%.o: %.c $(LIB_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) -c -o $@ $<
 
-$(B)/lib/schema.o: lib/schema.S schema.sql
+$(B)/lib/store/schema.o: lib/store/schema.S schema.sql
 	@mkdir -p $(dir $@)
-	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/store/schema.S
 
-# schema-pg.sql, the PostgreSQL inbox's (lib/inbox_pg.c), as schema_pg_sql.
-$(B)/lib/schema_pg.o: lib/schema.S schema-pg.sql
+# schema-pg.sql, the PostgreSQL inbox's (lib/store/postgresql/engine.c), as schema_pg_sql.
+$(B)/lib/store/schema_pg.o: lib/store/schema.S schema-pg.sql
 	@mkdir -p $(dir $@)
-	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/schema.S
+	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/store/schema.S
 
 $(B)/libwebhook.a: $(LIB_OBJ)
 	rm -f $@
-	ar rcs $@ $(LIB_OBJ)
+	# q, not r: both engines have a rules.o, and r would keep only one.
+	ar qcs $@ $(LIB_OBJ)
 
 $(B)/webhook.fcgi: $(B)/webhook.fcgi.o $(B)/libwebhook.a
 	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
@@ -121,10 +127,10 @@ test-build: all $(UNIT_TESTS:%=$(B)/tests/%) $(B)/tests/webhook.fcgi.next \
 # The same receiver saying another version (VERSION+next): what the upgrade
 # tests rename over a running one.  Only version.o differs; given as an
 # object, it keeps the archive's version.o out of the link.
-$(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/version.c
+$(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/common/version.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DWEBHOOK_VERSION='"$(VERSION)+next"' \
-	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/version.c
+	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/common/version.c
 	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/tests/version-next.o \
 	    $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
@@ -151,34 +157,34 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih 2>/dev/null)
-FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/util.c lib/instant.c \
-		   lib/signature.c lib/event.c lib/config.c)
+FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
+		   lib/receive/signature.c lib/receive/event.c lib/common/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 
-$(FUZZ_LIB_OBJ): $(FB)/%.o: %.c lib/*.h fuzz/coverage-ignore.txt
+$(FUZZ_LIB_OBJ): $(FB)/%.o: %.c $(LIB_H) fuzz/coverage-ignore.txt
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
 
-$(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) lib/*.h
+$(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) $(LIB_H)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) \
 	    $(FUZZ_LIBS)
 
 # The request path: the receiver's modules too, and SQLite and libfcgi.
-FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/request.c \
-		   lib/site.c lib/receive.c lib/inbox.c lib/inbox_rules.c \
-		   lib/inbox_ops.c lib/inbox_wal.c lib/inbox_stamp.c lib/inbox_history.c lib/inbox_copy.c lib/history.c \
-		   lib/inbox_backend.c lib/committer.c lib/walsync.c) \
-		   $(FB)/lib/schema.o
-$(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c lib/*.h \
+FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
+		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
+		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/report/history.c \
+		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c) \
+		   $(FB)/lib/store/schema.o
+$(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) \
     fuzz/coverage-ignore.txt
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	    -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt -c -o $@ $<
-$(FB)/lib/schema.o: lib/schema.S schema.sql
+$(FB)/lib/store/schema.o: lib/store/schema.S schema.sql
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
-$(FB)/request: fuzz/request.c $(FUZZ_REQ_OBJ) lib/*.h
+	$(FUZZ_CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/store/schema.S
+$(FB)/request: fuzz/request.c $(FUZZ_REQ_OBJ) $(LIB_H)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_REQ_OBJ) \
 	    $(FUZZ_LIBS) $(shell pkg-config --libs sqlite3 2>/dev/null) -lfcgi -lpthread
 
@@ -297,7 +303,7 @@ $(SB)/bench/cgi_ceiling: bench/cgi_ceiling.c
 $(SB)/bench/cgi_sqlite_floor: bench/cgi_sqlite_floor.c
 	@mkdir -p $(dir $@)
 	$(CC) -static $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm -lpthread
-SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/schema.o $(SB)/lib/schema_pg.o
+SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/store/schema.o $(SB)/lib/store/schema_pg.o
 SB_LIBS	 = -lsqlite3 -lsodium -linih -lm -lpthread
 SB_CURL	 = $(SB)/curl/libcurl.a -lcares -lssl -lcrypto -lz
 SB_BINS	 = $(SB)/webhook.fcgi $(SB)/webhook-drain
@@ -351,7 +357,7 @@ $(SB)/curl/src.stamp: | $(SB)/cjson/src.stamp
 # here, so each is refused by name, not left to detection).  Not read:
 # OpenSSL's config file (the host's openssl.cnf could ask for engines or
 # providers, .so files the static OpenSSL would dlopen); no CA file or
-# directory compiled in: lib/api.c finds the host's bundle (api_ca_file,
+# directory compiled in: lib/drain/api.c finds the host's bundle (api_ca_file,
 # $SSL_CERT_FILE, then where each distribution keeps it), and with none
 # found, verification fails.
 CURL_CONFIGURE = --disable-shared --enable-static --disable-dependency-tracking \
@@ -394,29 +400,29 @@ $(SB)/curl/libcurl.a: $(SB)/curl/configure.stamp scripts/curl-lib.mk
 # system's.
 SB_INC	 = -I$(SB)/cjson/include -I$(SB)/curl/tree/include
 
-$(SB)/%.o: %.c lib/*.h $(SB)/cjson/libcjson.a
+$(SB)/%.o: %.c $(LIB_H) $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SB_INC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Every object that includes <curl/curl.h>: the source package's, first.
-$(SB)/lib/api.o $(SB)/lib/refetch.o $(SB)/lib/paging.o $(SB)/lib/setup_check.o \
-    $(SB)/lib/sender.o $(SB)/lib/ping.o $(SB)/lib/probe.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
+$(SB)/lib/drain/api.o $(SB)/lib/drain/refetch.o $(SB)/lib/drain/paging.o $(SB)/lib/operator/setup_check.o \
+    $(SB)/lib/operator/sender.o $(SB)/lib/drain/ping.o $(SB)/lib/operator/probe.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
-$(SB)/lib/version.o: lib/version.c lib/*.h $(B)/version.stamp $(SB)/cjson/libcjson.a
+$(SB)/lib/common/version.o: lib/common/version.c $(LIB_H) $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SB_INC) $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
-$(SB)/lib/schema.o: lib/schema.S schema.sql
+$(SB)/lib/store/schema.o: lib/store/schema.S schema.sql
 	@mkdir -p $(dir $@)
-	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/schema.S
+	$(CC) -c -DSCHEMA_FILE='"schema.sql"' -o $@ lib/store/schema.S
 
-$(SB)/lib/schema_pg.o: lib/schema.S schema-pg.sql
+$(SB)/lib/store/schema_pg.o: lib/store/schema.S schema-pg.sql
 	@mkdir -p $(dir $@)
-	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/schema.S
+	$(CC) -c -DSCHEMA_FILE='"schema-pg.sql"' -DSCHEMA_SYM=schema_pg_sql -o $@ lib/store/schema.S
 
 $(SB)/libwebhook.a: $(SB_OBJ)
 	rm -f $@
-	ar rcs $@ $(SB_OBJ)
+	ar qcs $@ $(SB_OBJ)
 
 # Each link keeps, beside the binary, the archive members it took
 # (ld -t -t: NAME.inputs) and its warnings (NAME.ld-warnings, also shown),

@@ -1,9 +1,9 @@
 -- The PostgreSQL inbox (docs/postgresql.md): schema.sql's tables with the
--- same columns and meanings, applied by lib/inbox_pg.c in one transaction
+-- same columns and meanings, applied by lib/store/postgresql/engine.c in one transaction
 -- on first open; meta's 'schema_version' row records the version (the
 -- same number as SQLite's user_version).
 --
--- Instants are kept in schema.sql's normalised text form (lib/instant.h),
+-- Instants are kept in schema.sql's normalised text form (lib/common/instant.h),
 -- which sorts as text exactly as the instants sort -- under the "C"
 -- collation, which every instant column names: a linguistic collation
 -- (en_US.UTF-8) would compare them ignoring punctuation first.  The same

@@ -2,7 +2,7 @@
 -- first open inside one transaction; PRAGMA user_version records it.
 --
 -- Every time column holds an instant in one normalised text form, UTC with
--- nanoseconds ("2026-11-30T07:15:07.123456789Z", see lib/instant.h), which
+-- nanoseconds ("2026-11-30T07:15:07.123456789Z", see lib/common/instant.h), which
 -- sorts as text exactly as the instants sort.
 
 CREATE TABLE events (
@@ -86,9 +86,9 @@ CREATE TABLE cursors (
     page          TEXT               -- next_cursor within that query; NULL: first page
 ) WITHOUT ROWID;
 
--- @@ version 3 @@ (lib/inbox.c applies what follows as the migration from 2)
+-- @@ version 3 @@ (lib/store/sqlite/engine.c applies what follows as the migration from 2)
 -- History that retention does not erase (schema version 3; issue 19,
--- lib/history.h).  Counters and histograms in fixed time buckets: 5
+-- lib/report/history.h).  Counters and histograms in fixed time buckets: 5
 -- minutes (width_s 300) for HISTORY_FINE_KEEP_S, then folded into days
 -- (width_s 86400).  Values only ever grow: reports and metrics read these
 -- sums, never COUNT(*) of rows that retention deletes.  `label` is an
@@ -122,7 +122,7 @@ CREATE TABLE runs (
     result      TEXT NOT NULL      -- ok, failures, error
 ) WITHOUT ROWID;
 
--- @@ version 4 @@ (lib/inbox.c applies what follows as the migration from 3)
+-- @@ version 4 @@ (lib/store/sqlite/engine.c applies what follows as the migration from 3)
 -- What `webhook-drain copy` wrote into this inbox (docs/moving.md): for each
 -- event and cursor it copied, the digest of the row as copied, so that a
 -- later copy tells a row this inbox changed since (its drainer, an

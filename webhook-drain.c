@@ -17,10 +17,10 @@
  *   webhook-drain copy --to DATABASE [--dry-run]
  *
  * Argument parsing, output and exit codes only: each cmd_* parses, makes
- * one library call and prints what it reports.  The run is lib/drain.c
- * (with lib/refetch.c), sync and recover lib/paging.c, check
- * lib/setup_check.c, send lib/sender.c, copy lib/copy.c, the ways of showing events
- * lib/present.c; the inbox, the handler and the lock live in lib/ too.
+ * one library call and prints what it reports.  The run is lib/drain/drain.c
+ * (with lib/drain/refetch.c), sync and recover lib/drain/paging.c, check
+ * lib/operator/setup_check.c, send lib/operator/sender.c, copy lib/store/copy.c, the ways of showing events
+ * lib/operator/present.c; the inbox, the handler and the lock live in lib/ too.
  * Exit codes (README, one table per command): 0 success, also for a
  * requeue/forget filter that matches nothing; 1 some event failed this
  * run (or, for status, something needs a human; for try and check, the
@@ -40,24 +40,24 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
-#include "lib/api.h"
-#include "lib/bulk.h"
-#include "lib/config.h"
-#include "lib/copy.h"
-#include "lib/digest.h"
-#include "lib/drain.h"
-#include "lib/inbox.h"
-#include "lib/paging.h"
-#include "lib/present.h"
-#include "lib/probe.h"
-#include "lib/report.h"
-#include "lib/runrec.h"
-#include "lib/sender.h"
-#include "lib/setup_check.h"
-#include "lib/status.h"
-#include "lib/trial.h"
-#include "lib/util.h"
-#include "lib/version.h"
+#include "lib/drain/api.h"
+#include "lib/operator/bulk.h"
+#include "lib/common/config.h"
+#include "lib/store/copy.h"
+#include "lib/drain/digest.h"
+#include "lib/drain/drain.h"
+#include "lib/store/inbox.h"
+#include "lib/drain/paging.h"
+#include "lib/operator/present.h"
+#include "lib/operator/probe.h"
+#include "lib/report/report.h"
+#include "lib/report/runrec.h"
+#include "lib/operator/sender.h"
+#include "lib/operator/setup_check.h"
+#include "lib/operator/status.h"
+#include "lib/operator/trial.h"
+#include "lib/common/util.h"
+#include "lib/common/version.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
@@ -924,7 +924,7 @@ check_finding(void *arg, const char *level, const char *what, const char *text)
  * check [--document-root DIR] [--handler] [--url URL]: the setup as this
  * user runs it, one finding per line with how to fix it; --handler also
  * runs the handler on a synthetic event (WEBHOOK_TEST=1), --url probes
- * the endpoint end to end (lib/probe.h).  Exit 0 when nothing
+ * the endpoint end to end (lib/operator/probe.h).  Exit 0 when nothing
  * failed (warnings may remain), 1 when something failed, 2 when the
  * config does not load.
  */
@@ -1017,7 +1017,7 @@ walk_done(const struct config *c, struct opts *o, int rc, struct api *a,
 
 /*
  * sync RESOURCE: objects changed since the last sync, stored as events
- * (lib/paging.h), then a run hands them out.
+ * (lib/drain/paging.h), then a run hands them out.
  */
 static int
 cmd_sync(const struct config *c, struct opts *o)
@@ -1103,7 +1103,7 @@ copy_progress(void *arg, enum inbox_table t, const struct copy_count *n)
 
 /*
  * copy --to DATABASE [--dry-run]: this inbox's contents into another
- * (lib/copy.h; docs/moving.md for the cut-over).  A dry run into a
+ * (lib/store/copy.h; docs/moving.md for the cut-over).  A dry run into a
  * destination that does not exist yet creates nothing.
  */
 static int

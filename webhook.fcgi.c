@@ -1,8 +1,8 @@
 /*
  * webhook.fcgi: the FastCGI (and plain CGI) responder's main — signals,
  * CGI or FastCGI, the request threads.  Each request goes through
- * lib/receive.h (DESIGN.md's status table) over lib/request.h (the
- * protocol), with the config from lib/site.h.
+ * lib/receive/receive.h (DESIGN.md's status table) over lib/receive/request.h (the
+ * protocol), with the config from lib/receive/site.h.
  *
  * FastCGI when fd 0 is a listening socket (FCGX_IsCGI says no), else one
  * plain CGI request from the environment and stdin.
@@ -10,7 +10,7 @@
  * In FastCGI mode the process runs WEBHOOK_THREADS request threads (default
  * 8) so that a web server that sends it several requests at once (lighttpd,
  * nginx, mod_proxy_fcgi) gets them handled together: their deliveries are
- * committed in one transaction and one sync (lib/committer.h).  The main
+ * committed in one transaction and one sync (lib/receive/committer.h).  The main
  * thread only waits for SIGTERM/SIGUSR1/SIGHUP: the threads then finish the
  * request in hand and stop taking new ones.
  */
@@ -30,13 +30,13 @@
 #include <fcgiapp.h>
 #include <sodium.h>
 
-#include "lib/inbox.h"
-#include "lib/receive.h"
-#include "lib/request.h"
-#include "lib/site.h"
-#include "lib/upgrade.h"
-#include "lib/util.h"
-#include "lib/version.h"
+#include "lib/store/inbox.h"
+#include "lib/receive/receive.h"
+#include "lib/receive/request.h"
+#include "lib/receive/site.h"
+#include "lib/receive/upgrade.h"
+#include "lib/common/util.h"
+#include "lib/common/version.h"
 
 /* Request threads per FastCGI process (WEBHOOK_THREADS): enough to batch
  * the provider's 5 deliveries in flight with room for a busy server; a
@@ -73,7 +73,7 @@ worker_free(struct worker *w)
 	receive_free(&w->rv);
 }
 
-/* Where we were started from (lib/upgrade.h), and webhook.conf beside
+/* Where we were started from (lib/receive/upgrade.h), and webhook.conf beside
  * it: the path the web server runs, not a symlink's target.  argv[0] when
  * it is a path (lighttpd's bin-path, the wrapper's exec, and our own
  * re-exec after an upgrade), else the kernel's record of the exec. */

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 /* Bytes read per FCGX_GetStr call, as the receiver's REQUEST_READ_CHUNK
- * (lib/request.h). */
+ * (lib/receive/request.h). */
 #define READ_CHUNK	65536
 #define SYNC_SLOTS	64
 #define MAX_THREADS	64

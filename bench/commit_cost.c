@@ -3,7 +3,7 @@
  * size (issue 5's analysis in bench/RESULTS.md).  No web server, no
  * FastCGI, no signature: deliveries shaped like bench/signed.py's (1 KiB
  * body, ids in two ascending runs, one of 100000 clients at random) go
- * through the receiver's own path, lib/inbox.c's inbox_store_batch, in
+ * through the receiver's own path, lib/store/sqlite/engine.c's inbox_store_batch, in
  * batches of N, and the process's CPU time (getrusage: user + system) is
  * divided by the rows stored.  Two ways:
  *
@@ -19,12 +19,12 @@
  *             its table (the inbox's has 21 columns and three more
  *             indexes, DESIGN.md "The inbox")
  *
- * Checkpoints run every INBOX_WAL_CHECKPOINT_FRAMES (lib/inbox_sqlite.h), as webhook.fcgi's
+ * Checkpoints run every INBOX_WAL_CHECKPOINT_FRAMES (lib/store/sqlite/private.h), as webhook.fcgi's
  * checkpointer does, and are counted.  Each (way, N) starts from a fresh
  * database filled with `prefill` rows first (not counted).
  *
  * And what a delivery costs before it is stored: verifying its signature
- * (lib/signature.c, HMAC-SHA256 of id.timestamp.body, the bench's 1 KiB
+ * (lib/receive/signature.c, HMAC-SHA256 of id.timestamp.body, the bench's 1 KiB
  * bodies; VERIFY_ROUNDS rounds), in µs of CPU.
  *
  * And the disk's floor for any durable acknowledgement: the wall time of a
@@ -45,9 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/signature.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/receive/signature.h"
 
 #define BODY	1024
 #define MAXN	64

@@ -24,7 +24,7 @@ One run measures:
 The inbox is filled fast, without the receiver: the database is created by
 the real binary (`webhook-drain -c CONF status` applies schema.sql), then
 the events table is filled with Python's sqlite3 in one transaction, every
-column as lib/inbox.c's insert fills it (received_at, next_at, sort_at as
+column as lib/store/sqlite/engine.c's insert fills it (received_at, next_at, sort_at as
 normalised instants, created_at from the body's createdAt, secret_fp as the
 receiver's fingerprint, ...).  Before that, a cross-check stores three
 deliveries through the real webhook.fcgi (run as plain CGI) and the same
@@ -88,7 +88,7 @@ BODY_SIZE = 1024
 # ---- events as the receiver stores them -----------------------------------
 
 def instant_ns(ns):
-    """lib/instant.h's normalised form of ns since the epoch."""
+    """lib/common/instant.h's normalised form of ns since the epoch."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + \
         ".%09dZ" % (ns % 10**9)
 
@@ -101,7 +101,7 @@ def provider_ms(ms):
 
 def fingerprint(secret):
     """The receiver's secret_fp: BLAKE2b-64 of the key bytes, hex
-    (lib/signature.c)."""
+    (lib/receive/signature.c)."""
     return hashlib.blake2b(base64.b64decode(secret[len("whsec_"):]),
                            digest_size=8).hexdigest()
 
@@ -118,7 +118,7 @@ def make_body(evt, created_ms, cli, rnd):
 
 
 def make_event(msg_id, evt, created_ms, received_ns, ts, cli, fp, rnd):
-    """One row of the receiver's insert (lib/inbox.c), in its column order:
+    """One row of the receiver's insert (lib/store/sqlite/engine.c), in its column order:
     webhook_id, body, received_at, webhook_timestamp, secret_fp, type,
     created_at, created_at_raw, object_type, object_id, updated_at,
     truncated, sort_at (= coalesce(created_at, received_at)), next_at
@@ -536,7 +536,7 @@ def main():
              % (bl.git_version(), s.B, fcgi_built, s.B, drain_built, v["lighttpd"],
                 v["wrk"], v["sqlite"], bl.fs_of(s.work)))
     L.append("- Fill: %s; the events table filled with Python's sqlite3 in one "
-             "transaction, every column as lib/inbox.c's insert fills it. "
+             "transaction, every column as lib/store/sqlite/engine.c's insert fills it. "
              "Cross-check: %s." % ("`webhook-drain -c CONF status` creates the "
                                    "inbox (schema.sql)", check))
     L.append("- Events: client.updated, %d-byte bodies shaped like "

@@ -131,7 +131,7 @@ class PostgresTarget:
     """A database per drain on a PostgreSQL (bl.Postgres: one started here,
     or the server a URI names): the schema by the real program (`status`
     opens, so creates, the inbox), then the events by psql's COPY, every
-    column as lib/inbox_pg.c's insert fills it (bench/drain.py's rows, in
+    column as lib/store/postgresql/engine.c's insert fills it (bench/drain.py's rows, in
     the same order; admitted 0 as the receiver stores them)."""
     name = "PostgreSQL"
     key = "postgresql"

@@ -1,5 +1,5 @@
 /*
- * history_cost: what the run's history (issue 19: lib/runrec.c's counters
+ * history_cost: what the run's history (issue 19: lib/report/runrec.c's counters
  * and histograms per event, one transaction after the run) adds to a
  * drainer run, per event.  The same work twice: drain_run on EVENTS
  * pending events (handler `true`, one object each, so none waits for
@@ -27,12 +27,12 @@
 
 #include <sodium.h>
 
-#include "lib/config.h"
-#include "lib/drain.h"
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/runrec.h"
-#include "lib/util.h"
+#include "lib/common/config.h"
+#include "lib/drain/drain.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/report/runrec.h"
+#include "lib/common/util.h"
 
 #define MAXROUNDS	15
 #define BATCH		64

@@ -62,7 +62,7 @@ WHAT = {
 LIMITS = (
     "the WAL flush each commit waits for (synchronous_commit = on) and the "
     "one connection the process has: its group-commit leader "
-    "(lib/committer.c) stores a batch of up to 64 deliveries in one "
+    "(lib/receive/committer.c) stores a batch of up to 64 deliveries in one "
     "transaction (BEGIN, an insert per delivery, COMMIT: a round trip "
     "each over the Unix socket) and waits for one flush at its commit "
     "while the next batch gathers; at 5 connections batches are small, so "

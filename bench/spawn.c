@@ -4,7 +4,7 @@
  *	spawn COUNT [COMMAND]
  *
  * Runs COMMAND (default "true") COUNT times, one after the other, doing per
- * run exactly what webhook-drain does to start a handler (lib/handler.c):
+ * run exactly what webhook-drain does to start a handler (lib/drain/handler.c):
  * fork; in the child setpgid(0, 0) and execl("/bin/sh", "sh", "-c",
  * COMMAND); in the parent setpgid(pid, pid) and waitpid.  No pipes, no
  * database: only the process.  Prints one line:

@@ -1,6 +1,6 @@
 /*
- * fuzz/instant_decimal: lib/instant.c and the number parsers of
- * lib/util.c — every text from outside that becomes a time or a number:
+ * fuzz/instant_decimal: lib/common/instant.c and the number parsers of
+ * lib/common/util.c — every text from outside that becomes a time or a number:
  * instant_parse, instant_to_ns and instant_format; util_parse_decimal,
  * util_parse_int and util_parse_duration.
  *
@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/instant.h"
-#include "lib/util.h"
+#include "lib/common/instant.h"
+#include "lib/common/util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

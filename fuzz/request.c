@@ -1,6 +1,6 @@
 /*
- * fuzz/request: the whole request path — lib/receive.c's status table over
- * a fake request (lib/request.h) and a real SQLite inbox, as a plain-CGI
+ * fuzz/request: the whole request path — lib/receive/receive.c's status table over
+ * a fake request (lib/receive/request.h) and a real SQLite inbox, as a plain-CGI
  * process takes one delivery: method, headers, CONTENT_LENGTH, body read
  * in chunks, timestamp, signature, extraction, store, answer.
  *
@@ -34,11 +34,11 @@
 
 #include <sqlite3.h>
 
-#include "lib/receive.h"
-#include "lib/request.h"
-#include "lib/signature.h"
-#include "lib/site.h"
-#include "lib/util.h"
+#include "lib/receive/receive.h"
+#include "lib/receive/request.h"
+#include "lib/receive/signature.h"
+#include "lib/receive/site.h"
+#include "lib/common/util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz/signature: lib/signature.c — the webhook-signature header, the
+ * fuzz/signature: lib/receive/signature.c — the webhook-signature header, the
  * verifier, a configured secret line and the webhook-timestamp check.
  *
  * Input: three parts split at the first two '\n':
@@ -32,8 +32,8 @@
 
 #include <sodium.h>
 
-#include "lib/signature.h"
-#include "lib/util.h"
+#include "lib/receive/signature.h"
+#include "lib/common/util.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);

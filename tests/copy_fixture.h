@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/copy.h"
-#include "lib/event.h"
-#include "lib/history.h"
-#include "lib/inbox.h"
-#include "lib/instant.h"
+#include "lib/store/copy.h"
+#include "lib/receive/event.h"
+#include "lib/report/history.h"
+#include "lib/store/inbox.h"
+#include "lib/common/instant.h"
 #include "tests/store_fixture.h"
 
 #ifndef SEC

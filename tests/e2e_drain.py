@@ -289,7 +289,7 @@ class TestPlumbing(DrainBase):
     def test_sigkill_mid_handler_hands_that_event_out_again_only(self):
         # k2's first attempt would run a minute, a command of its own
         # beside it.  The drainer is SIGKILLed meanwhile: its guard
-        # (lib/guard.h) kills the handler's whole group at once, which
+        # (lib/drain/guard.h) kills the handler's whole group at once, which
         # frees the run lock the handler inherited, so the next run hands
         # k2 out again -- not after an orphan's minute, nor never (an
         # orphan that hangs would hold the lock for good).

@@ -115,7 +115,7 @@ def check_acks(test, calls, tgid_of, ids, duplicates):
     later; the first WAL write holding the id (the row, in its batch) must
     be followed by a sync of the WAL that STARTS after that write ended and
     ENDS before the 200.  The sync may be another worker's: receivers share
-    syncs (lib/walsync.h), and a sync covers every write to the file that
+    syncs (lib/store/sqlite/walsync.h), and a sync covers every write to the file that
     came before it, whoever wrote it (all workers write the one -wal file;
     strace's clock is the machine's).  A duplicate is held to the same rule
     against its first copy's write, and must also see a sync begin after
@@ -159,7 +159,7 @@ def check_acks(test, calls, tgid_of, ids, duplicates):
 class TestDurability(unittest.TestCase):
     """4 processes behind lighttpd, as conf/lighttpd-webhook.conf runs
     them: every process writes, and the WAL syncs are shared between
-    processes (lib/walsync.h)."""
+    processes (lib/store/sqlite/walsync.h)."""
     ENV = {}
     PROCS = 4
 
@@ -377,7 +377,7 @@ class TestDurability(unittest.TestCase):
 @unittest.skipIf(SANITIZED, "strace traces the plain build")
 class TestDurabilityOneProcess(TestDurability):
     """The supported setup where the user controls it: one process with 32
-    request threads (group commit inside it, lib/committer.h)."""
+    request threads (group commit inside it, lib/receive/committer.h)."""
     ENV = {"WEBHOOK_THREADS": "32"}
     PROCS = 1
 

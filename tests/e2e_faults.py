@@ -619,7 +619,7 @@ class TestNoFalseFinding(FaultCase):
     deliveries (their turns truncate the WAL) and the drainer's runs (its
     own turns) for a while: every answer is a 200, and nothing is logged as
     found (a look racing a checkpoint that finishes between its stat and
-    its read of the stamp judges nothing: lib/inbox_stamp.c)."""
+    its read of the stamp judges nothing: lib/store/sqlite/stamp.c)."""
     conf_keys = {"handler": "true", "settle": "0s"}
     LOAD_FOR = 10.0
 
@@ -896,7 +896,7 @@ class TestDrainerKilled(FaultCase):
         os.killpg(d.pid, 9)
         d.communicate()
         # The handler (a process group of its own) is killed by the
-        # drainer's guard (a group of its own too, lib/guard.h), so it
+        # drainer's guard (a group of its own too, lib/drain/guard.h), so it
         # neither runs on without a deadline nor holds the run lock.
         deadline = time.monotonic() + 30
         while not group_gone(shells[0]):

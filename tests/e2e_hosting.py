@@ -396,7 +396,7 @@ class TestEmptyRoot(unittest.TestCase):
         reqs = [(r["method"], r["path"], r["status"]) for r in self.api.requests]
         self.assertEqual(reqs, [("GET", "/public/v1/clients/%s" % ev.obj_id, 200)])
         # What the drainer opened: the root's /etc/hosts (c-ares), the CA
-        # at RHEL's path (lib/api.c's search), and no shared object.
+        # at RHEL's path (lib/drain/api.c's search), and no shared object.
         calls = self.assertNoSharedObject(APP + "/webhook-drain")
         opened = {path for call, path, result in calls
                   if call != "execve" and not result.startswith("-1")}

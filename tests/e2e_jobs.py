@@ -336,7 +336,7 @@ class TestStopping(JobsBase):
             self.assertFalse(any(group_gone(s) for s in shells))
             p.kill()
             p.communicate(timeout=60)
-        # The drainer's guard (lib/guard.h) kills its three handlers with
+        # The drainer's guard (lib/drain/guard.h) kills its three handlers with
         # it: none runs on without a deadline, none records a hand-out
         # even once let go, and the run lock they inherited is free.
         self.wait_for("the guard to end the handlers",

@@ -79,7 +79,7 @@ SCHEDULE = (0.2, 0.5, 1, 2, 4, 8, 16, 16, 16, 16)
 # parent (/proc's stat, field 4; $PPID itself were dash ever to exec).
 # A handler that claims one of $SLOW_DIR's flags (mkdir is atomic) says
 # who it is and waits: its drainer is SIGKILLed meanwhile, and the
-# drainer's guard (lib/guard.h) must kill it at once, so it never writes
+# drainer's guard (lib/drain/guard.h) must kill it at once, so it never writes
 # its end line.  It waits at most 30 s (an orphan the guard missed ends,
 # and is caught by its end line), or until the killer releases it (the
 # flag's .done) when it has no drainer to kill.
@@ -139,7 +139,7 @@ class PgStorm(Storm):
         # handler_timeout: the killer finds and SIGKILLs a slow handler's
         # drainer well within it (the handler waits for the kill, at most
         # 30 s, so only a drainer left alive times it out); the lease
-        # (lib/drain.h) is then 5 + 2 + 10 + 4 = 21 s.
+        # (lib/drain/drain.h) is then 5 + 2 + 10 + 4 = 21 s.
         self.keys = {"database": db, "secret": [SECRET_A], "handler": self.handler,
                      "settle": "%ds" % self.settle, "handler_timeout": "5s",
                      "api_timeout": "1s", "max_attempts": "12",
@@ -217,7 +217,7 @@ class PgStorm(Storm):
     def after_run(self, drainer):
         """The run `drainer` has ended (well, killed, or failed with the
         database): a hand-out of its still open in the record -- killed,
-        no end line -- must be gone, the guard (lib/guard.h) having
+        no end line -- must be gone, the guard (lib/drain/guard.h) having
         killed the handler's group when the drainer died.  Then a "gone"
         line ends them all: the next hand-out of their events may start."""
         ended, handlers = set(), {}

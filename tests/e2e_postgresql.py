@@ -302,7 +302,7 @@ class TestDrainers(PgBase):
         lease = self.rows("SELECT kind, object_id, expires_at > now() AS live"
                           " FROM leases")
         self.assertEqual(lease, [{"kind": "o", "object_id": "1", "live": True}])
-        # Its guard (lib/guard.h) killed the handler with it: nothing of
+        # Its guard (lib/drain/guard.h) killed the handler with it: nothing of
         # the first attempt runs on beside the hand-out after the lease.
         deadline = time.time() + 30
         while not harness.group_gone(shell):

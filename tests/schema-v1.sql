@@ -6,7 +6,7 @@
 -- first open inside one transaction; PRAGMA user_version records it.
 --
 -- Every time column holds an instant in one normalised text form, UTC with
--- nanoseconds ("2026-11-30T07:15:07.123456789Z", see lib/instant.h), which
+-- nanoseconds ("2026-11-30T07:15:07.123456789Z", see lib/common/instant.h), which
 -- sorts as text exactly as the instants sort.
 
 CREATE TABLE events (

@@ -10,9 +10,9 @@
 
 #include <check.h>
 
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/instant.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/common/instant.h"
 
 /*
  * Store event `id` in `in` with the fields given (NULL: absent) and the

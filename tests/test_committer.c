@@ -1,5 +1,5 @@
 /*
- * test_committer: lib/committer.c — group commit inside one process
+ * test_committer: lib/receive/committer.c — group commit inside one process
  * (issue 5).  Many threads store distinct deliveries (and some duplicates)
  * at once through one committer on a real SQLite file; every call must
  * report its own delivery's outcome, every new delivery must be stored
@@ -22,13 +22,13 @@
 
 #include <sqlite3.h>
 
-/* The committer itself, with its test points on (lib/committer.c): this
+/* The committer itself, with its test points on (lib/receive/committer.c): this
  * program's committer_* are these, not the library's. */
 #define COMMITTER_TEST_POINTS
-#include "lib/committer.c"
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/util.h"
+#include "lib/receive/committer.c"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/common/util.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-committer-XXXXXX";
@@ -228,7 +228,7 @@ racer_main(void *arg)
 	snprintf(r->err, sizeof r->err, "%s", err.data != NULL ? err.data : "");
 	if (who == FIRST)
 		sem_post(&first_returned);
-	/* This thread's own semaphore (lib/committer.c, thread_wake). */
+	/* This thread's own semaphore (lib/receive/committer.c, thread_wake). */
 	if (sem_getvalue(&thread_wake, &r->posts_left) == -1)
 		r->posts_left = -1;
 	buf_free(&err);

@@ -1,5 +1,5 @@
 /*
- * test_copy: lib/copy.c over lib/inbox_copy.c — `webhook-drain copy`
+ * test_copy: lib/store/copy.c over lib/store/sqlite/copy.c — `webhook-drain copy`
  * between two real SQLite inboxes: every table whole and byte for byte,
  * copying twice changes nothing, which side wins for a row both have
  * (source changes win, destination changes stay, the provider's retry the
@@ -19,11 +19,11 @@
 
 #include <sqlite3.h>
 
-#include "lib/copy.h"
-#include "lib/event.h"
-#include "lib/history.h"
-#include "lib/inbox.h"
-#include "lib/instant.h"
+#include "lib/store/copy.h"
+#include "lib/receive/event.h"
+#include "lib/report/history.h"
+#include "lib/store/inbox.h"
+#include "lib/common/instant.h"
 #include "tests/check_common.h"
 
 #define SEC	1000000000LL
@@ -125,7 +125,7 @@ START_TEST(portable_columns_name_what_copy_reads)
 }
 END_TEST
 
-/* schema-pg.sql, as linked into the programs (lib/schema.S). */
+/* schema-pg.sql, as linked into the programs (lib/store/schema.S). */
 extern const char schema_pg_sql[];
 
 /*

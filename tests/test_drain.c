@@ -1,5 +1,5 @@
 /*
- * test_drain: lib/drain.c — one drainer run against a real SQLite inbox in
+ * test_drain: lib/drain/drain.c — one drainer run against a real SQLite inbox in
  * a temporary directory, with trivial handlers (/bin/true, /bin/false,
  * sh snippets): what is handed out, what the handler gets, what is
  * reported, the retry policy's bounds, death after max_attempts, the stale
@@ -18,9 +18,9 @@
 
 #include <sodium.h>
 
-#include "lib/drain.h"
-#include "lib/event.h"
-#include "lib/runlock.h"
+#include "lib/drain/drain.h"
+#include "lib/receive/event.h"
+#include "lib/drain/runlock.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_guard: lib/guard.c — a handler does not outlive its drainer.
+ * test_guard: lib/drain/guard.c — a handler does not outlive its drainer.
  *
  * Each test forks a stand-in drainer D that starts handlers (process
  * groups of their own) and puts them in the guard's care, tells the test
@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/guard.h"
-#include "lib/handler.h"
+#include "lib/drain/guard.h"
+#include "lib/drain/handler.h"
 #include "tests/check_common.h"
 
 /* Far above the microseconds a kill takes: reached only when nothing
@@ -298,7 +298,7 @@ one_handler(pid_t *out)
 	return 0;
 }
 
-/* Through lib/handler.c: a handler_start job is watched, so a killed
+/* Through lib/drain/handler.c: a handler_start job is watched, so a killed
  * drainer's shell and the command it started both end. */
 START_TEST(handler_start_is_guarded)
 {

@@ -1,5 +1,5 @@
 /*
- * test_handler: lib/handler.c — running the user's command for one event
+ * test_handler: lib/drain/handler.c — running the user's command for one event
  * (handler.h; DESIGN.md "Handler", "Retries": a handler that times out is
  * killed with its whole process group).  Real /bin/sh handlers: exit codes,
  * stdin delivered exactly, output tail kept, the timeout, stray children
@@ -25,7 +25,7 @@
 
 #include <sodium.h>
 
-#include "lib/handler.h"
+#include "lib/drain/handler.h"
 #include "tests/check_common.h"
 
 #define SEC		1000000000LL

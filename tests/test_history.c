@@ -1,7 +1,7 @@
 /*
- * test_history: lib/history.c (bucket and histogram math, the run's
- * batch, error classes), lib/runrec.c (a run's events as history), and
- * lib/inbox_history.c with lib/report*.c over a real inbox: received
+ * test_history: lib/report/history.c (bucket and histogram math, the run's
+ * batch, error classes), lib/report/runrec.c (a run's events as history), and
+ * lib/store/sqlite/history.c with lib/report*.c over a real inbox: received
  * counted at admission, the fold into days keeping sums, reading back,
  * and every inbox string escaped in the page.
  */
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/drain.h"
-#include "lib/history.h"
-#include "lib/inbox.h"
-#include "lib/report.h"
-#include "lib/runrec.h"
+#include "lib/drain/drain.h"
+#include "lib/report/history.h"
+#include "lib/store/inbox.h"
+#include "lib/report/report.h"
+#include "lib/report/runrec.h"
 #include "tests/check_common.h"
 
 #define SEC	1000000000LL

@@ -1,5 +1,5 @@
 /*
- * test_inbox: lib/inbox.c — the event store of DESIGN.md "The inbox" and
+ * test_inbox: lib/store/sqlite/engine.c — the event store of DESIGN.md "The inbox" and
  * the drainer's rules of "The drainer" (contract): hand-out order by event
  * clock, settle, the per-object hold under failure, the stale rule with
  * both clocks, retries and death, requeue and forget, retention.
@@ -26,11 +26,11 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/inbox_sqlite.h"
-#include "lib/instant.h"
-#include "lib/walsync.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/store/sqlite/private.h"
+#include "lib/common/instant.h"
+#include "lib/store/sqlite/walsync.h"
 #include "tests/check_common.h"
 #include "tests/store_fixture.h"
 

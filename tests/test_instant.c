@@ -1,12 +1,12 @@
 /*
- * test_instant: lib/instant.c — strict ISO-8601 parsing into the normalised
+ * test_instant: lib/common/instant.c — strict ISO-8601 parsing into the normalised
  * UTC form that sorts as text, and the nanosecond conversions (instant.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/instant.h"
+#include "lib/common/instant.h"
 #include "tests/check_common.h"
 
 /* Parse NUL-terminated s; returns the rc, out holds the result on 0. */

@@ -1,5 +1,5 @@
 /*
- * test_paging: lib/paging.c without a network — a page's parts
+ * test_paging: lib/drain/paging.c without a network — a page's parts
  * (tests/PROVIDER-API.md: {"data": [...], "next_cursor": string|null}) and
  * the stable ids of synced object versions.  The walks themselves run
  * against the provider simulator in tests/e2e_api.py.
@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "lib/paging.h"
+#include "lib/drain/paging.h"
 #include "tests/check_common.h"
 
 START_TEST(page_parts_accepts_the_shapes)

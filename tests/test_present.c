@@ -1,5 +1,5 @@
 /*
- * test_present: lib/present.c — how the drainer shows times and events
+ * test_present: lib/operator/present.c — how the drainer shows times and events
  * (present.h): the short and relative times at their unit boundaries,
  * escaping of untrusted bytes, the handler output's indented lines, the
  * JSON form of an event and an operator's --since/--until.
@@ -10,9 +10,9 @@
 
 #include <sodium.h>
 
-#include "lib/drain.h"
-#include "lib/instant.h"
-#include "lib/present.h"
+#include "lib/drain/drain.h"
+#include "lib/common/instant.h"
+#include "lib/operator/present.h"
 #include "tests/check_common.h"
 
 #define SEC	1000000000LL

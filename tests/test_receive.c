@@ -1,7 +1,7 @@
 /*
- * test_receive: lib/receive.c — DESIGN.md's status table ("The receiver's
+ * test_receive: lib/receive/receive.c — DESIGN.md's status table ("The receiver's
  * answers"), one test per row and the order of the checks, over the fake
- * request (lib/request.h) and a real SQLite inbox in a temporary
+ * request (lib/receive/request.h) and a real SQLite inbox in a temporary
  * directory.  The end-to-end suites send the same through real servers;
  * these say which row broke without one.
  */
@@ -15,11 +15,11 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "lib/receive.h"
-#include "lib/request.h"
-#include "lib/signature.h"
-#include "lib/site.h"
-#include "lib/util.h"
+#include "lib/receive/receive.h"
+#include "lib/receive/request.h"
+#include "lib/receive/signature.h"
+#include "lib/receive/site.h"
+#include "lib/common/util.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-receive-XXXXXX";

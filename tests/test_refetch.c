@@ -1,5 +1,5 @@
 /*
- * test_refetch: lib/refetch.c without the provider — when an event needs
+ * test_refetch: lib/drain/refetch.c without the provider — when an event needs
  * its object fetched at all, and the failures that must not hand it out:
  * no API client (said once a run, not once an event) and an API that does
  * not answer (a connection refused on 127.0.0.1, or one that holds the
@@ -18,8 +18,8 @@
 
 #include <sodium.h>
 
-#include "lib/api.h"
-#include "lib/refetch.h"
+#include "lib/drain/api.h"
+#include "lib/drain/refetch.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
 

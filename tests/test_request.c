@@ -1,5 +1,5 @@
 /*
- * test_request: lib/request.c — the answer's bytes, the plain-CGI
+ * test_request: lib/receive/request.c — the answer's bytes, the plain-CGI
  * implementation (environment, stdin, stdout: each test runs in its own
  * forked process, so redirecting them is its own business), and the fake
  * that the receive tests and harnesses stand on; and request_next_fcgi
@@ -21,8 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "lib/request.h"
-#include "lib/util.h"
+#include "lib/receive/request.h"
+#include "lib/common/util.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-request-XXXXXX";

@@ -1,5 +1,5 @@
 /*
- * test_runlock: lib/runlock.c — one `webhook-drain run` per inbox at a time
+ * test_runlock: lib/drain/runlock.c — one `webhook-drain run` per inbox at a time
  * (DESIGN.md "The drainer": an overlapping run exits 0 quietly).  The lock
  * is an flock on "<database>.drain-lock"; flock belongs to the open file
  * description, so two runlock_try calls in one process contend like two
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/runlock.h"
+#include "lib/drain/runlock.h"
 #include "tests/check_common.h"
 
 /* The directory every test's files go in (made by main). */

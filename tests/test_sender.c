@@ -1,5 +1,5 @@
 /*
- * test_sender: lib/sender.c without a network — the test event `send`
+ * test_sender: lib/operator/sender.c without a network — the test event `send`
  * makes up (shape, padding to the asked size), the key it signs with, and
  * the headers of its request: a signature the receiver's own check
  * (signature_verify) accepts over id.timestamp.body.
@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
-#include "lib/sender.h"
+#include "lib/operator/sender.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_setup_check: lib/setup_check.c — the findings of `check` on a
+ * test_setup_check: lib/operator/setup_check.c — the findings of `check` on a
  * temporary directory: a good setup has no failure, a missing handler, a
  * handler that is not executable, a missing script, files inside the
  * document root and a config readable by everyone are found; and the
@@ -13,7 +13,7 @@
 
 #include <sodium.h>
 
-#include "lib/setup_check.h"
+#include "lib/operator/setup_check.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
 

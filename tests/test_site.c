@@ -1,5 +1,5 @@
 /*
- * test_site: lib/site.c — the config cache (DESIGN.md "Configuration"):
+ * test_site: lib/receive/site.c — the config cache (DESIGN.md "Configuration"):
  * where the config is found, that an edited config is in effect from the
  * next request on while a request holding the old one keeps it, that a
  * bad config still gives a site (answered 503) and is logged once, that
@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/config.h"
-#include "lib/event.h"
-#include "lib/inbox.h"
-#include "lib/site.h"
-#include "lib/util.h"
+#include "lib/common/config.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/receive/site.h"
+#include "lib/common/util.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-site-XXXXXX";

@@ -1,5 +1,5 @@
 /*
- * test_status: lib/status.c — the attention rules of `status` at their
+ * test_status: lib/operator/status.c — the attention rules of `status` at their
  * limits (dead events, an old pending event, a held lock, no run yet, an
  * idle cron) and the report's two forms.
  */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/instant.h"
-#include "lib/status.h"
+#include "lib/common/instant.h"
+#include "lib/operator/status.h"
 #include "tests/check_common.h"
 
 #define SEC	1000000000LL

@@ -1,5 +1,5 @@
 /*
- * test_util: lib/util.c — the range-checked number parsers, durations, the
+ * test_util: lib/common/util.c — the range-checked number parsers, durations, the
  * capped byte buffer, log escaping, edit distance and small-file reading
  * (util.h holds the contracts tested).
  */
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/util.h"
+#include "lib/common/util.h"
 #include "tests/check_common.h"
 
 /* ---- util_parse_decimal ---- */

@@ -1,5 +1,5 @@
 /*
- * test_walsync: lib/walsync.c — receiver processes share WAL syncs
+ * test_walsync: lib/store/sqlite/walsync.c — receiver processes share WAL syncs
  * (issue 5).  The rule under test: a commit returns only after a sync that
  * STARTED after its ticket was taken has completed, its own or another
  * process's; never waits long for a slow or dead syncer; never trusts a
@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/util.h"
-#include "lib/walsync.h"
+#include "lib/common/util.h"
+#include "lib/store/sqlite/walsync.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-walsync-XXXXXX";
@@ -461,7 +461,7 @@ START_TEST(synced_beyond_committed_is_not_trusted)
 }
 END_TEST
 
-/* A commit as lib/inbox_wal.c's hooks report it: the generation read when it
+/* A commit as lib/store/sqlite/wal.c's hooks report it: the generation read when it
  * began (commit hook), then its frames (WAL hook). */
 static void
 commit_frames(struct walsync *ws, int frames)

@@ -1,0 +1,132 @@
+/*
+ * config: the one INI-style file of DESIGN.md "Configuration" (contract).
+ *
+ * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
+ * are taken exactly (no inline comments: a handler command may contain
+ * ';').  Unknown keys are errors.  Every key, with its kind, default and
+ * range, is one row of the table in common/config.c; field names carry their
+ * unit (_s seconds, _ms milliseconds, _bytes).
+ */
+#ifndef WEBHOOK_CONFIG_H
+#define WEBHOOK_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/receive/signature.h"
+#include "lib/common/util.h"
+
+/* Largest config file, bytes: a config is a few hundred bytes, and it is
+ * read into memory whole (lines of any length within it). */
+#define CONFIG_FILE_MAX	(64 * 1024)
+/* Shortest retention: the provider retries for up to 3 days. */
+#define CONFIG_RETENTION_MIN	(3 * 86400)
+
+enum config_sync { CONFIG_SYNC_FULL = 0, CONFIG_SYNC_NORMAL = 1 };
+
+/* api_resource and refetch entries: a handful per provider. */
+#define CONFIG_LIST_MAX	32
+/* Most handlers one run hands events to at once (`jobs`, run --jobs):
+ * drain/handler.h's HANDLER_JOBS_MAX, the most one poll serves. */
+#define CONFIG_JOBS_MAX	64
+/* Longest API token read from api_token_file, bytes. */
+#define CONFIG_TOKEN_MAX	4096
+
+/* api_resource = TYPE PATH: the API path of an object kind. */
+struct config_resource {
+	char	*object_type;	/* e.g. "client"; owned */
+	char	*path;		/* e.g. "clients" or "crm/clients"; owned */
+};
+
+struct config {
+	char			*path;		/* the file read; owned */
+	char			*database;	/* owned */
+	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
+	size_t			 nsecrets;
+	/* Defaults and ranges: the table in common/config.c (DESIGN.md). */
+	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
+	int64_t			 max_body_bytes;	/* largest body taken */
+	char			*handler;	/* owned; NULL when unset */
+	int64_t			 handler_timeout_s;
+	int64_t			 max_attempts;	/* failures before `dead` */
+	int64_t			 jobs;		/* handlers at once in a run,
+						 * 1..CONFIG_JOBS_MAX */
+	int64_t			 retention_s;	/* bodies kept after finishing */
+	int64_t			 settle_s;	/* wait before a new event is due */
+	int64_t			 retry_base_s;	/* before the 1st retry */
+	int64_t			 retry_max_s;	/* longest wait between retries */
+	int64_t			 busy_timeout_ms;	/* SQLite's unit */
+	int64_t			 body_timeout_s;	/* to read a body */
+	enum config_sync	 synchronous;
+	char			*log;		/* owned; NULL = stderr */
+	/* The provider's API (drainer only; PROVIDER.md "Webhooks do not
+	 * replace synchronisation"). */
+	char			*api_url;	/* base, e.g. https://…/public/v1 */
+	char			*api_token_file;	/* read by config_api_token */
+	char			*api_ca_file;	/* CA bundle for https (PEM); NULL:
+						 * api_ca_bundle() looks for the system's */
+	int64_t			 api_timeout_s;	/* per request */
+	struct config_resource	 resources[CONFIG_LIST_MAX];
+	size_t			 nresources;
+	/* refetch = GLOB…: object kinds or event types always refetched */
+	char			*refetch[CONFIG_LIST_MAX];
+	size_t			 nrefetch;
+};
+
+/*
+ * The API path for an object kind: its api_resource entry, else the kind
+ * plus "s" ("client" → "clients").  Writes into out (size outsz); returns
+ * 0, or -1 when it does not fit.
+ */
+int	config_resource_path(const struct config *c, const char *object_type,
+	    char *out, size_t outsz);
+
+/*
+ * The API token, read when needed (the receiver never needs it, and its
+ * user need not be able to read the file): api_token_file's one line, else
+ * the environment's WEBHOOK_API_TOKEN.  Returns a string the caller wipes
+ * (sodium_memzero) and frees, or NULL with the reason in err (which never
+ * holds the token).
+ */
+char	*config_api_token(const struct config *c, struct buf *err);
+
+/* Does a refetch pattern match this event type or object kind?  1 or 0. */
+int	config_wants_refetch(const struct config *c, const char *type,
+	    const char *object_type);
+
+/*
+ * Read and validate `path`.  On success returns 0 and *c holds the values
+ * (free with config_free).  On failure returns -1, `err` holds one line
+ * "file:line: key: what is wrong" (or "file: …" when no line applies) —
+ * never a secret's value — and *c is empty but for c->log when the file
+ * names one (any line of it: the error goes where the operator reads;
+ * config_free it).  `database` and at least one
+ * usable `secret` are required; `handler` is checked by the drainer.
+ */
+int	config_load(const char *path, struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
+/*
+ * The same from the file's text, `len` bytes at `text` (no NUL needed
+ * after them; one among them is refused, as config_load refuses it in a
+ * file): config_load reads the file and calls this.  `path` is only the
+ * name in messages and what relative paths are relative to.  For the
+ * fuzz target and tests, which need no file.
+ */
+int	config_load_text(const char *path, const char *text, size_t len,
+	    struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* As config_load, but on failure err holds every error of the file, one
+ * "file:line: key: what" line each, in file order (`check`: one pass
+ * reports them all, issue 18), then the required keys that are missing;
+ * and c keeps every key that loaded (the defaults, or NULL, for the
+ * others; c->path NULL when the file could not be read), so that check
+ * can go on with the findings that do not need the rest.  config_free c
+ * whatever the result. */
+int	config_load_all(const char *path, struct config *c, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* Release everything, wiping secrets.  Accepts a zeroed or freed config. */
+void	config_free(struct config *c);
+
+#endif

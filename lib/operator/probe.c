@@ -1,0 +1,156 @@
+/*
+ * probe: the endpoint end to end (operator/probe.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <sodium.h>
+
+#include "lib/drain/api.h"
+#include "lib/operator/probe.h"
+#include "lib/operator/sender.h"
+
+struct probe {
+	const struct config	*c;
+	const char		*url;
+	const struct setup_hooks *h;
+	struct setup_counts	*n;
+};
+
+static void say(struct probe *p, const char *level, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+static void
+say(struct probe *p, const char *level, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	if (strcmp(level, SETUP_FAIL) == 0)
+		p->n->fail++;
+	else if (strcmp(level, SETUP_WARN) == 0)
+		p->n->warn++;
+	p->h->finding(p->h->arg, level, "url", text);
+}
+
+/* The quickstart step an answer points at, for a request that should have
+ * been stored. */
+static const char *
+step_for(const struct sender_answer *a)
+{
+	if (!a->ours && (a->status == 404 || a->status == 403))
+		return "step 2 (Upload: the wrapper and .htaccess in "
+		    "public_html/webhook/) or step 6 (the URL)";
+	if (!a->ours)
+		return "step 2 (the web server answered itself: the wrapper, "
+		    ".htaccess, and the web server's error log)";
+	if (a->status == 401)
+		return "step 3 (the receiver checks with another secret: the "
+		    "wrapper's WEBHOOK_CONF names another config?)";
+	if (a->status == 413)
+		return "step 3 (max_body in the receiver's config)";
+	if (a->status == 503)
+		return "step 3 (the receiver is misconfigured or cannot write "
+		    "its inbox: its `log` says why)";
+	return "step 4 (the receiver's `log`)";
+}
+
+/* One signed POST of `size` bytes that must be stored. */
+static void
+signed_post(struct probe *p, const struct signature_key *key, int64_t size,
+    const char *what, long want)
+{
+	struct sender_answer a;
+	struct buf body, err;
+	unsigned char rnd[8];
+	char id[40];
+
+	memcpy(id, "msg_probe_", 11);
+	randombytes_buf(rnd, sizeof rnd);
+	sodium_bin2hex(id + 10, sizeof id - 10, rnd, sizeof rnd);
+	buf_init(&body, SENDER_BODY_MAX);
+	buf_init(&err, 4096);
+	buf_init(&a.body, 4096);
+	if (sender_sample_body(id, size, &body) == -1)
+		say(p, SETUP_FAIL, "%s: out of memory", what);
+	else if (sender_post(p->c, key, p->url, id, body.data, body.len, &a,
+	    &err) != SENDER_SENT)
+		say(p, SETUP_FAIL, "%s: %s — step 6 (the URL) or the host's "
+		    "firewall", what, err.data);
+	else if (a.status == want && (a.ours || want != 200))
+		say(p, SETUP_OK, "%s: %ld as expected", what, a.status);
+	else
+		say(p, SETUP_FAIL, "%s: %ld%s, not %ld — revisit %s", what,
+		    a.status, a.ours ? "" : " from the web server itself", want,
+		    want == 200 ? step_for(&a) : "step 3 (a receiver that "
+		    "stores what it cannot verify is not using your secret)");
+	buf_free(&body);
+	buf_free(&err);
+	buf_free(&a.body);
+}
+
+static size_t
+discard(char *d, size_t size, size_t nm, void *arg)
+{
+	(void)d;
+	(void)arg;
+	return size * nm;
+}
+
+/* A GET must be refused with 405: anything else is not our receiver. */
+static void
+get_refused(struct probe *p)
+{
+	char detail[CURL_ERROR_SIZE] = "";
+	CURL *curl;
+	long status = 0;
+
+	if ((curl = curl_easy_init()) == NULL) {
+		say(p, SETUP_FAIL, "GET: libcurl failed to initialise");
+		return;
+	}
+	api_curl_setup(curl, p->c);
+	curl_easy_setopt(curl, CURLOPT_URL, p->url);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, SENDER_TIMEOUT_S);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+	if (curl_easy_perform(curl) != CURLE_OK)
+		say(p, SETUP_FAIL, "GET: %s — step 6 (the URL)", detail);
+	else if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status),
+	    status == 405)
+		say(p, SETUP_OK, "GET: 405 as expected");
+	else
+		say(p, SETUP_FAIL, "GET: %ld, not 405 — revisit step 2 (the URL "
+		    "does not reach the receiver: .htaccess and the wrapper)",
+		    status);
+	curl_easy_cleanup(curl);
+}
+
+void
+probe_url(const struct config *c, const char *url,
+    const struct setup_hooks *h, struct setup_counts *n)
+{
+	struct probe p = { c, url, h, n };
+	const struct signature_key *key = sender_key(c);
+	struct signature_key wrong;
+
+	if (key == NULL) {
+		say(&p, SETUP_FAIL, "no whsec_ secret in %s to sign with", c->path);
+		return;
+	}
+	signed_post(&p, key, 0, "signed small body", 200);
+	signed_post(&p, key, PROBE_LARGE_BODY, "signed 250 KB body", 200);
+	/* A key nobody configured: the receiver must refuse it. */
+	memset(&wrong, 0, sizeof wrong);
+	wrong.kind = SIGNATURE_HMAC_SHA256;
+	wrong.keylen = 32;
+	randombytes_buf(wrong.key, wrong.keylen);
+	signed_post(&p, &wrong, 0, "wrong signature", 401);
+	signature_key_wipe(&wrong);
+	get_refused(&p);
+}

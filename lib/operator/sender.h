@@ -1,0 +1,106 @@
+/*
+ * sender: `webhook-drain send`, a webhook POSTed and signed as the provider
+ * would (Standard Webhooks: webhook-id, webhook-timestamp,
+ * webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>"), so an
+ * operator can try the whole path (web server, receiver, inbox) with one
+ * command.  The secret is the config's; it never leaves this process.
+ */
+#ifndef WEBHOOK_SENDER_H
+#define WEBHOOK_SENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <stdio.h>
+
+#include <curl/curl.h>
+
+#include "lib/common/config.h"
+#include "lib/receive/signature.h"
+#include "lib/common/util.h"
+
+/* Largest body `send` posts, bytes: above any max_body the config takes. */
+#define SENDER_BODY_MAX		(64 << 20)
+/* Bytes of the answer kept: enough for the receiver's short answers and
+ * a web server's error page's start (the provider keeps as much). */
+#define SENDER_ANSWER_MAX	2048
+/* Seconds a send may take: the provider's own delivery timeout. */
+#define SENDER_TIMEOUT_S	15L
+
+/* The first whsec_ (HMAC) secret of c, or NULL: Ed25519 keys in the config
+ * are public keys, which cannot sign.  Points into c. */
+const struct signature_key *sender_key(const struct config *c);
+
+/*
+ * A test event as the provider shapes them (type "webhook_inbox.test", a
+ * fresh createdAt to the second, data.object "webhook_inbox_test" with
+ * data.id = id), padded with a "filler" string to `size` bytes when it is
+ * shorter (0: no padding).  Appends to body; 0, or -1 when out of memory
+ * or over body's cap.
+ */
+int	sender_sample_body(const char *id, int64_t size, struct buf *body)
+	    __attribute__((warn_unused_result));
+
+/*
+ * Read all of `in` into body (whose cap, buf_init's, bounds it).  An
+ * empty input is refused: a directory reads as nothing, and so does stdin
+ * under cron, and an empty event stored and acknowledged would test
+ * nothing.  Returns 0, or -1 with the reason in err.
+ */
+int	sender_read_body(FILE *in, struct buf *body, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/*
+ * The body `send` posts, into body: a test event for `id` when `sample`
+ * (the caller's: --size N, or no FILE on a terminal), padded to `size`;
+ * else the file `path` read whole (NULL or "-": stdin).  Returns 0, or -1
+ * with the reason in err (a file's name first).
+ */
+int	sender_pick_body(const char *path, int sample, int64_t size,
+	    const char *id, struct buf *body, struct buf *err)
+	    __attribute__((warn_unused_result));
+
+/* A fresh webhook-id for `send` ("msg_" and 24 random hex digits, NUL)
+ * into out; returns out. */
+#define SENDER_ID_SIZE	29
+const char *sender_new_id(char out[SENDER_ID_SIZE]);
+
+/*
+ * The request's headers for body (len bytes) sent at `timestamp` (seconds
+ * since the epoch) as webhook `id`: webhook-id, webhook-timestamp,
+ * webhook-signature and Content-Type, in that order.  Returns the list
+ * (curl_slist_free_all it), or NULL when signing or memory failed.
+ */
+struct curl_slist *sender_headers(const struct signature_key *key,
+	    const char *id, int64_t timestamp, const void *body, size_t len);
+
+enum sender_status {
+	SENDER_SENT,		/* an answer came: see sender_answer */
+	SENDER_UNSIGNED,	/* not sent: signing failed (out of memory) */
+	SENDER_FAILED,		/* no answer (err says why) */
+	SENDER_CERT_FAILED	/* no answer: the certificate did not verify
+				 * against api_ca_bundle(c) */
+};
+
+struct sender_answer {
+	long		status;		/* HTTP status */
+	int		ours;		/* the receiver answered (its
+					 * X-Webhook-Inbox header), not the
+					 * web server by itself */
+	struct buf	body;		/* at most SENDER_ANSWER_MAX bytes,
+					 * trailing CR/LF removed; the caller
+					 * buf_inits and frees it */
+};
+
+/*
+ * POST body (len bytes) to url, signed with key as webhook `id` at the
+ * current time, with TLS trust and protocols as the API client's
+ * (api_curl_setup) and a SENDER_TIMEOUT_S deadline.  Fills *a for
+ * SENDER_SENT; err gets curl's reason otherwise.
+ */
+enum sender_status sender_post(const struct config *c,
+	    const struct signature_key *key, const char *url, const char *id,
+	    const void *body, size_t len, struct sender_answer *a,
+	    struct buf *err);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * status: what `webhook-drain status` reports (DESIGN.md "The drainer"):
+ * counts per state, the oldest pending event, the last run, and the lines
+ * that need a human ("attention"): dead events, a pending event older than
+ * allowed, a cron that stopped running the drainer, a run lock held for
+ * longer than a run should take.  A monitoring check runs `status` and
+ * alerts on its exit code, so the rules live here, apart from printing.
+ */
+#ifndef WEBHOOK_STATUS_H
+#define WEBHOOK_STATUS_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/store/inbox.h"
+
+/* Attention lines at most: one per rule below (status_attention's and
+ * status_failing's). */
+#define STATUS_ATTENTION_MAX	8
+/* Bytes of one line (with its NUL): a database path near PATH_MAX, named
+ * twice by the lock rule, is cut rather than grow the report. */
+#define STATUS_LINE_SIZE	(PATH_MAX + 200)
+
+struct status_attention {
+	int	n;
+	char	line[STATUS_ATTENTION_MAX][STATUS_LINE_SIZE];
+};
+
+/*
+ * The lines that need a human, in this order: dead events; the oldest
+ * pending event received more than max_pending_age_s ago; runs that found
+ * the lock held since more than max_idle_s ago (naming database's lock
+ * file), else no run recorded while events are pending, else a last run
+ * started more than max_idle_s ago; then times from the future (the clock
+ * stepped back): a next attempt later than now + retry_max_s, an arrival
+ * later than now + settle_s (+ 1 s).  now_ns: ns since the epoch.
+ */
+void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
+	    int64_t max_pending_age_s, int64_t max_idle_s, const char *database,
+	    int64_t retry_max_s, int64_t settle_s, struct status_attention *a);
+
+/*
+ * Issue 18: failing is a state to see, within one run of the first
+ * failure, not an hour later.  Adds to a (after status_attention) a line
+ * when the last run failed outright (its outcome "error: ...": the inbox
+ * broke mid-run, e.g. a full disk) or had failures and nothing done, and
+ * a line when the oldest event waiting for a retry was received more than
+ * max_failing_s ago (received, not first failed: the inbox keeps no first
+ * failure time, and a run hands an event out within a minute of its
+ * arrival; a requeued event counts from its arrival too).  Instead of
+ * the first line, while events are retrying and no event was done since
+ * the oldest of them arrived, a line says so: the runs between retries
+ * do nothing and end "ok", and must not make the report "ok" with them.
+ */
+void	status_failing(const struct inbox_status_report *r, int64_t now_ns,
+	    int64_t max_failing_s, struct status_attention *a);
+
+/* The report for a person: counts, oldest pending, last run, then each
+ * attention line, or "ok" when there is none. */
+void	status_print(FILE *f, const struct inbox_status_report *r,
+	    const struct status_attention *a, int64_t now_ns);
+
+/* The report as one JSON object (`status --json`): counts, instants (null
+ * when none), the last run's outcome and the "attention" array.  A new
+ * object (cJSON_Delete it), or NULL when out of memory. */
+cJSON	*status_json(const struct inbox_status_report *r,
+	    const struct status_attention *a);
+
+#endif

@@ -1,0 +1,368 @@
+/*
+ * receive: DESIGN.md's status table over one request — receive/receive.h.
+ *
+ * Each row of the table is one step below; the steps run in the table's
+ * order and the first that refuses gives the answer.  A step returns 0 to
+ * go on, or the status to refuse with, its reason in a->why for the log.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/common/config.h"
+#include "lib/receive/event.h"
+#include "lib/store/inbox.h"
+#include "lib/receive/receive.h"
+#include "lib/receive/request.h"
+#include "lib/receive/signature.h"
+#include "lib/receive/site.h"
+#include "lib/common/util.h"
+
+/* Retry-After for 503s, seconds: long enough for an operator's fix or a
+ * lock to clear, short against the provider's retry schedule. */
+#define RETRY_AFTER		"30"
+
+/* One request's findings as the steps go. */
+struct attempt {
+	struct request	*r;
+	struct site_cache *sites;
+	struct site	*site;		/* a reference, from take_site */
+	const struct config *conf;	/* the site's */
+	const char	*id, *ts;	/* webhook-id, webhook-timestamp */
+	int64_t		 started;	/* monotonic ns */
+	int64_t		 content_length;	/* -1: none given */
+	int64_t		 timestamp;
+	size_t		 prefix;	/* "id.ts." before the body in rv->body */
+	size_t		 which;		/* the secret that verified */
+	struct event_fields fields;
+	const char	*why;		/* a refusal's reason, for the log */
+	const char	*text;		/* a 200's body */
+};
+
+void
+receive_init(struct receive *rv)
+{
+	buf_init(&rv->body, 0);
+	buf_init(&rv->sigs, SIGNATURE_HEADER_MAX + 1);
+	buf_init(&rv->err, 4096);
+}
+
+void
+receive_free(struct receive *rv)
+{
+	buf_free(&rv->body);
+	buf_free(&rv->sigs);
+	buf_free(&rv->err);
+}
+
+/* The refusals' answers: short fixed texts, nothing of the request. */
+static const struct answer {
+	int		 status;
+	const char	*reason;
+	const char	*header;	/* whole lines, or NULL */
+	const char	*text;
+} answers[] = {
+	{ 400, "Bad Request", NULL, "bad request\n" },
+	{ 401, "Unauthorized", NULL, "signature not accepted\n" },
+	{ 405, "Method Not Allowed", "Allow: POST\r\n", "method not allowed\n" },
+	{ 408, "Request Timeout", NULL, "body too slow\n" },
+	{ 413, "Content Too Large", NULL, "body too large\n" },
+	/* The last: any other status is answered as this one. */
+	{ 503, "Service Unavailable", "Retry-After: " RETRY_AFTER "\r\n",
+	  "try again later\n" },
+};
+
+/* Answer `status` from the table and log why. */
+static void
+refuse(struct request *r, int status, const char *id, const char *why)
+{
+	char esc[WEBHOOK_ID_MAX * 4 + 8];
+	const struct answer *a = answers;
+
+	request_discard_input(r);
+	log_msg("refused %d webhook-id=%s: %s", status,
+	    util_escape(id, id ? strlen(id) : 0, esc, sizeof esc), why);
+	while (a->status != status && a->status != 503)
+		a++;
+	request_respond(r, a->status, a->reason, a->header, a->text);
+}
+
+static int
+check_method(struct receive *rv, struct attempt *a)
+{
+	const char *method = request_param(a->r, "REQUEST_METHOD");
+
+	(void)rv;
+	a->why = "method is not POST";
+	return method == NULL || strcmp(method, "POST") != 0 ? 405 : 0;
+}
+
+/* The config, and the inbox it names, usable for this request. */
+static int
+take_site(struct receive *rv, struct attempt *a)
+{
+	a->site = site_acquire(a->sites, request_param(a->r, "WEBHOOK_CONF"),
+	    &rv->err);
+	/* The first open of the inbox waits for a lock within the
+	 * request's time, as the store does (receive/site.h). */
+	if (a->site == NULL || site_ready(a->site,
+	    request_param(a->r, "DOCUMENT_ROOT"), a->r->long_lived,
+	    a->started + RECEIVE_DEADLINE_S * (int64_t)1000000000,
+	    &rv->err) == -1) {
+		a->why = "not usable: see the config: or inbox: line logged "
+		    "when it was read or opened";
+		return 503;
+	}
+	a->conf = site_config(a->site);
+	return 0;
+}
+
+static int
+join_signature(void *arg, const char *v)
+{
+	struct buf *sigs = arg;
+
+	if ((sigs->len > 0 && buf_append(sigs, " ", 1) == -1) ||
+	    buf_append(sigs, v, strlen(v)) == -1)
+		return -1;
+	return 0;
+}
+
+/* The webhook headers.  Every webhook-signature is joined into rv->sigs:
+ * one header value from a server that joins repeated lines, or several
+ * FastCGI parameters of the same name from Debian 12's nginx; the buffer's
+ * cap (SIGNATURE_HEADER_MAX + 1) stops a longer one. */
+static int
+check_headers(struct receive *rv, struct attempt *a)
+{
+	a->ts = request_param(a->r, "HTTP_WEBHOOK_TIMESTAMP");
+	if (a->id == NULL || *a->id == '\0' || a->ts == NULL || *a->ts == '\0') {
+		a->why = "webhook-id or webhook-timestamp missing";
+		return 400;
+	}
+	buf_reset(&rv->sigs);
+	if (request_param_each(a->r, "HTTP_WEBHOOK_SIGNATURE", join_signature,
+	    &rv->sigs) == -1) {
+		a->why = "webhook-signature longer than 16 KiB";
+		return 401;
+	}
+	if (rv->sigs.len == 0) {
+		a->why = "webhook-signature missing";
+		return 400;
+	}
+	if (strlen(a->id) > WEBHOOK_ID_MAX) {
+		a->why = "webhook-id longer than 256 bytes";
+		return 400;
+	}
+	if (rv->sigs.len > SIGNATURE_HEADER_MAX) {
+		a->why = "webhook-signature longer than 16 KiB";
+		return 401;
+	}
+	return 0;
+}
+
+/* CONTENT_LENGTH, when given, is refused over max_body before reading. */
+static int
+check_length(struct receive *rv, struct attempt *a)
+{
+	const char *cl = request_param(a->r, "CONTENT_LENGTH");
+
+	(void)rv;
+	if (cl == NULL || *cl == '\0')
+		return 0;
+	if (util_parse_decimal(cl, strlen(cl), INT64_MAX, &a->content_length)
+	    == -1) {
+		a->why = "CONTENT_LENGTH is not a number";
+		return 400;
+	}
+	if (a->content_length > a->conf->max_body_bytes) {
+		a->why = "CONTENT_LENGTH over max_body";
+		return 413;
+	}
+	return 0;
+}
+
+/* Read the body to its end into rv->body, behind the `prefix` bytes
+ * already there.  Returns 0; 1 when it passes max_body (413); 2 when it is
+ * not in by `deadline` (408); -1 on a read error. */
+static int
+read_body(struct receive *rv, struct request *r, size_t prefix,
+    int64_t max_body, int64_t content_length, int64_t deadline)
+{
+	size_t max = (size_t)max_body;
+	char chunk[REQUEST_READ_CHUNK];
+	int rc = 0;
+
+	for (;;) {
+		size_t got = rv->body.len - prefix, want = sizeof chunk;
+		int n;
+
+		/* A stream that need not end after the body: read exactly
+		 * CONTENT_LENGTH when there is one. */
+		if (!r->body_to_eof && content_length >= 0) {
+			if (got >= (size_t)content_length)
+				break;
+			if (want > (size_t)content_length - got)
+				want = (size_t)content_length - got;
+		}
+		n = request_read(r, chunk, want, deadline);
+		if (n == REQUEST_READ_LATE || n < 0) {
+			rc = n == REQUEST_READ_LATE ? 2 : -1;
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((size_t)n > max - got) {
+			rc = 1;
+			break;
+		}
+		if (buf_append(&rv->body, chunk, (size_t)n) == -1) {
+			rc = -1;
+			break;
+		}
+	}
+	request_read_done(r);
+	return rc;
+}
+
+/* The signed content is id.timestamp.body: the body is read straight in
+ * behind the prefix, so it is hashed where it lies. */
+static int
+take_body(struct receive *rv, struct attempt *a)
+{
+	static const int status[] = { 0, 413, 408 };
+	static const char *const why[] = { NULL, "body over max_body",
+	    "body not received within body_timeout (at most "
+	    "RECEIVE_DEADLINE_S, 10 s, from the request's arrival)" };
+	int rc;
+
+	buf_reset(&rv->body);
+	rv->body.cap = strlen(a->id) + strlen(a->ts) + 2 +
+	    (size_t)a->conf->max_body_bytes;
+	a->why = "out of memory";
+	if (buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1)
+		return 503;
+	a->prefix = rv->body.len;
+	/* A known length is allocated once: a 1 MiB body costs 1 MiB. */
+	if (a->content_length > 0 &&
+	    buf_reserve(&rv->body, (size_t)a->content_length) == -1)
+		return 503;
+	rc = read_body(rv, a->r, a->prefix, a->conf->max_body_bytes,
+	    a->content_length, a->started + (a->conf->body_timeout_s <
+	    RECEIVE_DEADLINE_S ? a->conf->body_timeout_s : RECEIVE_DEADLINE_S) *
+	    (int64_t)1000000000);
+	if (rc == -1) {
+		a->why = "body could not be read to its end";
+		return 400;
+	}
+	if (rc != 0) {
+		a->why = why[rc];
+		return status[rc];
+	}
+	a->r->body_read = 1;
+	if (a->content_length >= 0 &&
+	    rv->body.len - a->prefix != (size_t)a->content_length) {
+		a->why = "body length differs from CONTENT_LENGTH";
+		return 400;
+	}
+	return 0;
+}
+
+/* The timestamp within tolerance, then a signature entry that verifies
+ * under one of the configured secrets. */
+static int
+verify(struct receive *rv, struct attempt *a)
+{
+	const char *why = NULL;
+
+	if (signature_check_timestamp(a->ts, strlen(a->ts), (int64_t)time(NULL),
+	    a->conf->tolerance_s, &why) == -1 ||
+	    util_parse_decimal(a->ts, strlen(a->ts), INT64_MAX, &a->timestamp)
+	    == -1) {
+		a->why = why ? why : "webhook-timestamp unreadable";
+		return 401;
+	}
+	if (signature_verify(a->conf->secrets, a->conf->nsecrets,
+	    (const unsigned char *)rv->body.data, rv->body.len, rv->sigs.data,
+	    rv->sigs.len, &a->which) == -1) {
+		a->why = "no signature entry verifies";
+		return 401;
+	}
+	return 0;
+}
+
+/* The event's fields, then one durable store: 200 once it is on disk. */
+static int
+store(struct receive *rv, struct attempt *a)
+{
+	struct inbox_delivery d;
+	enum inbox_status s;
+
+	if (event_extract(a->id, rv->body.data + a->prefix,
+	    rv->body.len - a->prefix, &a->fields) == -1) {
+		a->why = "out of memory";
+		return 503;
+	}
+	if (a->fields.note != NULL) {
+		char esc[WEBHOOK_ID_MAX * 4 + 8];
+		log_msg("note webhook-id=%s: %s", util_escape(a->id,
+		    strlen(a->id), esc, sizeof esc), a->fields.note);
+	}
+	d.webhook_id = a->id;
+	d.webhook_timestamp = a->timestamp;
+	d.secret_fp = a->conf->secrets[a->which].fingerprint;
+	d.body = rv->body.data + a->prefix;
+	d.body_len = rv->body.len - a->prefix;
+	d.fields = &a->fields;
+	/* What is left of the request's time bounds the wait for the lock,
+	 * queued behind other deliveries included (receive/committer.h). */
+	d.deadline = a->started + RECEIVE_DEADLINE_S * (int64_t)1000000000;
+	s = site_store(a->site, a->r->long_lived, &d, &rv->err);
+	if (s == INBOX_OK || s == INBOX_DUPLICATE) {
+		a->text = s == INBOX_OK ? "stored\n" : "duplicate\n";
+		return 200;
+	}
+	a->why = rv->err.data;
+	return 503;
+}
+
+/* DESIGN.md "The receiver's answers", in its order. */
+static int (*const steps[])(struct receive *, struct attempt *) = {
+	check_method,		/* 405 */
+	take_site,		/* 503: misconfigured, inbox unopenable */
+	check_headers,		/* 400 missing, 401 signature too long */
+	check_length,		/* 400, 413 by CONTENT_LENGTH */
+	take_body,		/* 413, 408, 400 */
+	verify,			/* 401 */
+	store,			/* 200 new or duplicate, 503 */
+};
+
+int
+receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
+{
+	struct attempt a;
+	size_t i;
+	int status = 0;
+
+	memset(&a, 0, sizeof a);
+	a.r = r;
+	a.sites = sites;
+	a.started = util_mono_ns();
+	a.content_length = -1;
+	a.id = request_param(r, "HTTP_WEBHOOK_ID");
+	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
+		status = steps[i](rv, &a);
+	if (status == 200)
+		request_respond(r, 200, "OK", NULL, a.text);
+	else
+		refuse(r, status, a.id, a.why);
+	event_fields_free(&a.fields);
+	site_release(a.site);
+	/* A 1 MiB body should not pin 1 MiB per idle worker. */
+	if (rv->body.size > 2 * REQUEST_READ_CHUNK) {
+		buf_free(&rv->body);
+		buf_init(&rv->body, 0);
+	}
+	return status;
+}

@@ -1,0 +1,56 @@
+/*
+ * receive: one webhook delivery taken by DESIGN.md's status table, over a
+ * request (lib/receive/request.h) and a site (lib/receive/site.h): method, config,
+ * webhook headers, body size, body, timestamp and signature, then one
+ * store under the webhook-id — and the answer.  Nothing here makes a
+ * network call or runs a handler; that is webhook-drain's job.
+ *
+ * No process state: a harness calls receive_handle with a fake request
+ * and a site cache of its own.
+ */
+#ifndef WEBHOOK_RECEIVE_H
+#define WEBHOOK_RECEIVE_H
+
+#include "lib/receive/request.h"
+#include "lib/receive/site.h"
+#include "lib/common/util.h"
+
+/* Longest webhook-id, bytes.  Provider ids are ~30 characters; 256 leaves
+ * room for any sender without letting a header become a storage problem. */
+#define WEBHOOK_ID_MAX		256
+/* Longest webhook-signature (all lines joined), bytes: 32 entries of a v1a
+ * signature are under 4 KiB.  Longer is refused with 401, not truncated. */
+#define SIGNATURE_HEADER_MAX	16384
+
+/*
+ * Every answer leaves within this many seconds of the request's arrival,
+ * whatever body_timeout and busy_timeout allow: the body may take at most
+ * min(body_timeout, this), and the wait for the database ends here too
+ * (a 408 or a 503 + Retry-After).  The provider gives up at 15 s; the
+ * 5 s left cover the web server's own buffering and a loaded machine.
+ */
+#define RECEIVE_DEADLINE_S	10
+
+/* What one request thread keeps from request to request: buffers that
+ * grow once instead of per request. */
+struct receive {
+	struct buf	 body;	/* "id.timestamp." + body: the signed content */
+	struct buf	 sigs;	/* every webhook-signature value, joined */
+	struct buf	 err;	/* the reason of a failure, for the log */
+};
+
+/* Set up / free a thread's buffers (receive_free accepts a zeroed one). */
+void	receive_init(struct receive *rv);
+void	receive_free(struct receive *rv);
+
+/*
+ * Take request `r` through the status table with the site `sites` finds
+ * for it, answer it (request_respond, once), and log a refusal with its
+ * reason.  Returns the status answered: 200 (stored, or a duplicate), 400,
+ * 401, 405, 408, 413 or 503.  A body larger than twice REQUEST_READ_CHUNK
+ * is freed afterwards, so an idle thread does not pin it.
+ */
+int	receive_handle(struct receive *rv, struct site_cache *sites,
+	    struct request *r);
+
+#endif

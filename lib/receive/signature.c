@@ -1,0 +1,227 @@
+/*
+ * signature: Standard Webhooks v1 (HMAC-SHA256) and v1a (Ed25519) with
+ * libsodium.  See receive/signature.h.
+ */
+#include <string.h>
+
+#include <sodium.h>
+
+#include "lib/receive/signature.h"
+#include "lib/common/util.h"
+
+/*
+ * Is s[0..len) made of the standard base64 alphabet, with '=' only as the
+ * last one or two bytes?  libsodium 1.0.18 (Debian 12) decodes any byte
+ * 0x80-0xFF as '/', so without this a signature with '/' replaced by a
+ * high byte still verified and "whsec_\x80\x80\x80\x80" loaded as a key.
+ */
+static int
+b64_alphabet(const char *s, size_t len)
+{
+	size_t i, body = len;
+
+	while (body > 0 && len - body < 2 && s[body - 1] == '=')
+		body--;
+	for (i = 0; i < body; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '+' || c == '/'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Decode standard base64, padded or (when allow_unpadded) not, requiring
+ * every input byte to be consumed and to belong to the alphabet.  Returns
+ * decoded length or -1. */
+static long
+decode_b64(const char *s, size_t len, unsigned char *bin, size_t binmax,
+    int allow_unpadded)
+{
+	size_t binlen;
+	const char *end;
+
+	if (!b64_alphabet(s, len))
+		return -1;
+	if (sodium_base642bin(bin, binmax, s, len, NULL, &binlen, &end,
+	    sodium_base64_VARIANT_ORIGINAL) == 0 && end == s + len)
+		return (long)binlen;
+	if (allow_unpadded &&
+	    sodium_base642bin(bin, binmax, s, len, NULL, &binlen, &end,
+	    sodium_base64_VARIANT_ORIGINAL_NO_PADDING) == 0 && end == s + len)
+		return (long)binlen;
+	return -1;
+}
+
+int
+signature_key_parse(const char *text, struct signature_key *out,
+    const char **why)
+{
+	unsigned char fp[8];
+	size_t len;
+	long n;
+
+	memset(out, 0, sizeof *out);
+	if (strncmp(text, "whpk_", 5) == 0) {
+		text += 5;
+		out->kind = SIGNATURE_ED25519;
+	} else {
+		if (strncmp(text, "whsec_", 6) == 0)
+			text += 6;
+		out->kind = SIGNATURE_HMAC_SHA256;
+	}
+	len = strlen(text);
+	if (len == 0) {
+		*why = "empty secret";
+		return -1;
+	}
+	n = decode_b64(text, len, out->key, sizeof out->key, 1);
+	if (n <= 0) {
+		*why = n == 0 ? "secret decodes to nothing" :
+		    "not standard base64 (or longer than 128 bytes)";
+		goto fail;
+	}
+	if (out->kind == SIGNATURE_ED25519 &&
+	    n != crypto_sign_ed25519_PUBLICKEYBYTES) {
+		*why = "whpk_ public key is not 32 bytes";
+		goto fail;
+	}
+	out->keylen = (size_t)n;
+	crypto_generichash(fp, sizeof fp, out->key, out->keylen, NULL, 0);
+	sodium_bin2hex(out->fingerprint, sizeof out->fingerprint, fp, sizeof fp);
+	return 0;
+fail:
+	signature_key_wipe(out);
+	return -1;
+}
+
+void
+signature_key_wipe(struct signature_key *k)
+{
+	sodium_memzero(k, sizeof *k);
+}
+
+/* Does one decoded entry verify under key k? */
+static int
+entry_verifies(const struct signature_key *k, int v1a, const unsigned char *sig,
+    const unsigned char *mac, const unsigned char *content, size_t content_len)
+{
+	if (!v1a && k->kind == SIGNATURE_HMAC_SHA256)
+		return crypto_verify_32(mac, sig) == 0;
+	if (v1a && k->kind == SIGNATURE_ED25519)
+		return crypto_sign_ed25519_verify_detached(sig, content,
+		    content_len, k->key) == 0;
+	return 0;
+}
+
+int
+signature_verify(const struct signature_key *keys, size_t nkeys,
+    const unsigned char *content, size_t content_len,
+    const char *header, size_t header_len, size_t *which)
+{
+	/* HMACs computed lazily, once per key, only if a v1 entry appears. */
+	unsigned char macs[SIGNATURE_KEYS_MAX][crypto_auth_hmacsha256_BYTES];
+	unsigned char have_mac[SIGNATURE_KEYS_MAX] = { 0 };
+	unsigned char sig[crypto_sign_ed25519_BYTES];
+	size_t i = 0, entries = 0, k;
+	int found = -1;
+
+	if (nkeys > SIGNATURE_KEYS_MAX)
+		nkeys = SIGNATURE_KEYS_MAX;	/* config refuses more */
+	while (i < header_len && found == -1 && entries < SIGNATURE_ENTRIES_MAX) {
+		size_t start, end, comma;
+		int v1a;
+		long n;
+
+		while (i < header_len && header[i] == ' ')
+			i++;
+		start = i;
+		while (i < header_len && header[i] != ' ')
+			i++;
+		end = i;
+		if (end == start)
+			continue;
+		entries++;
+		if (header[end - 1] == ',')
+			end--;
+		for (comma = start; comma < end && header[comma] != ','; comma++)
+			;
+		if (comma == end)
+			continue;
+		if (comma - start == 2 && memcmp(header + start, "v1", 2) == 0)
+			v1a = 0;
+		else if (comma - start == 3 && memcmp(header + start, "v1a", 3) == 0)
+			v1a = 1;
+		else
+			continue;
+		n = decode_b64(header + comma + 1, end - comma - 1, sig,
+		    sizeof sig, 0);
+		if (n != (v1a ? crypto_sign_ed25519_BYTES : crypto_auth_hmacsha256_BYTES))
+			continue;
+		for (k = 0; k < nkeys && found == -1; k++) {
+			if (!v1a && keys[k].kind == SIGNATURE_HMAC_SHA256 &&
+			    !have_mac[k]) {
+				crypto_auth_hmacsha256_state st;
+				crypto_auth_hmacsha256_init(&st, keys[k].key,
+				    keys[k].keylen);
+				crypto_auth_hmacsha256_update(&st, content,
+				    content_len);
+				crypto_auth_hmacsha256_final(&st, macs[k]);
+				sodium_memzero(&st, sizeof st);
+				have_mac[k] = 1;
+			}
+			if (entry_verifies(&keys[k], v1a, sig, macs[k], content,
+			    content_len))
+				found = (int)k;
+		}
+	}
+	sodium_memzero(macs, sizeof macs);
+	if (found == -1)
+		return -1;
+	*which = (size_t)found;
+	return 0;
+}
+
+int
+signature_check_timestamp(const char *ts, size_t len, int64_t now,
+    int64_t tolerance, const char **why)
+{
+	int64_t t;
+
+	/* 10^15 s is far past any clock; it keeps the subtraction exact. */
+	if (util_parse_decimal(ts, len, 1000000000000000LL, &t) == -1) {
+		*why = "webhook-timestamp is not a plain integer";
+		return -1;
+	}
+	if (now - t > tolerance) {
+		*why = "webhook-timestamp too old";
+		return -1;
+	}
+	if (t - now > tolerance) {
+		*why = "webhook-timestamp too new";
+		return -1;
+	}
+	return 0;
+}
+
+int
+signature_sign(const struct signature_key *key, const unsigned char *content,
+    size_t content_len, char *out, size_t outsz)
+{
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+	crypto_auth_hmacsha256_state st;
+
+	if (key->kind != SIGNATURE_HMAC_SHA256 ||
+	    outsz < 3 + sodium_base64_ENCODED_LEN(sizeof mac,
+	    sodium_base64_VARIANT_ORIGINAL))
+		return -1;
+	crypto_auth_hmacsha256_init(&st, key->key, key->keylen);
+	crypto_auth_hmacsha256_update(&st, content, content_len);
+	crypto_auth_hmacsha256_final(&st, mac);
+	memcpy(out, "v1,", 3);
+	sodium_bin2base64(out + 3, outsz - 3, mac, sizeof mac,
+	    sodium_base64_VARIANT_ORIGINAL);
+	sodium_memzero(&st, sizeof st);
+	sodium_memzero(mac, sizeof mac);
+	return 0;
+}

@@ -1,0 +1,465 @@
+/*
+ * report_html: the report as one static page (report/report.h): inline CSS and
+ * SVG, no script, no external resource, narrow enough for a phone.  Every
+ * string that came from the inbox goes through esc(); numbers are
+ * printed by us.  Elements the tests read carry ids (t-ready, failures…).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/operator/present.h"
+#include "lib/report/report.h"
+
+#define NS	((int64_t)1000000000)
+
+static const char css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:960px;"
+    "padding:8px;color:#222}h1{font-size:20px;margin:4px 0}"
+    "h2{font-size:16px;margin:18px 0 6px}.bad{color:#b00;font-weight:bold}"
+    ".tiles{display:flex;flex-wrap:wrap;gap:6px}.tile{border:1px solid #ccc;"
+    "border-radius:6px;padding:6px 10px;min-width:92px}.tile b{display:block;"
+    "font-size:20px}.tile.bad{border-color:#b00}"
+    ".chart{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}"
+    ".chart svg{flex:1 1 420px;max-width:100%;height:auto;border:1px solid #eee}"
+    ".chart table{flex:0 0 auto}table{border-collapse:collapse;font-size:13px}"
+    "td,th{border-bottom:1px solid #eee;padding:2px 6px;text-align:left}"
+    "td.n{text-align:right}.wrap{overflow-x:auto}"
+    "pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:12px}"
+    ".k1{stroke:#888}.k2{stroke:#2a2}.k3{stroke:#c22}.k4{stroke:#26c}"
+    ".s1{background:#888}.s2{background:#2a2}.s3{background:#c22}.s4{background:#26c}"
+    ".sw{display:inline-block;width:10px;height:10px;margin-right:4px}";
+
+/* Text from the inbox, escaped for HTML content and attribute values;
+ * control characters become '?', so nothing can forge markup or lines. */
+static void
+esc(FILE *f, const char *s)
+{
+	for (; s != NULL && *s != '\0'; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default:
+			fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+		}
+	}
+}
+
+/* A shell word in single quotes, then escaped for HTML. */
+static void
+shell_word(FILE *f, const char *s)
+{
+	fputs("&#39;", f);
+	for (; s != NULL && *s != '\0'; s++) {
+		if (*s == '\'')
+			fputs("&#39;\\&#39;&#39;", f);
+		else {
+			char c[2] = { *s, '\0' };
+			esc(f, c);
+		}
+	}
+	fputs("&#39;", f);
+}
+
+/* A duration to read at a glance (exact values are in data-s attributes
+ * and metrics.prom): 59s, 17m, 5.0h, 3.2d. */
+static void
+duration(FILE *f, int64_t s)
+{
+	if (s < 0)
+		fputs("never", f);
+	else if (s < 120)
+		fprintf(f, "%" PRId64 "s", s);
+	else if (s < 7200)
+		fprintf(f, "%" PRId64 "m", s / 60);
+	else if (s < 172800)
+		fprintf(f, "%.1fh", (double)s / 3600);
+	else
+		fprintf(f, "%.1fd", (double)s / 86400);
+}
+
+static void
+ms(FILE *f, int64_t v)
+{
+	if (v < 0)
+		fputs("–", f);
+	else if (v < 1000)
+		fprintf(f, "%" PRId64 " ms", v);
+	else
+		duration(f, v / 1000);
+}
+
+static void
+tile(FILE *f, const char *id, const char *label, int64_t n, int bad)
+{
+	fprintf(f, "<div class=\"tile%s\" id=\"t-%s\"><b>%" PRId64
+	    "</b>%s</div>\n", bad ? " bad" : "", id, n, label);
+}
+
+static void
+header(FILE *f, const struct report *r)
+{
+	char now[INSTANT_SIZE];
+	int64_t age = report_last_success_age_s(r);
+	int dead = age < 0 || age > r->max_idle_s;
+
+	(void)instant_format(r->now_ns, now);
+	fputs("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+	    "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+	    "<title>webhook inbox</title><style>", f);
+	fputs(css, f);
+	fputs("</style></head><body>\n<h1>webhook inbox</h1>\n<p>Generated at "
+	    "<span id=\"generated-at\">", f);
+	esc(f, now);
+	fprintf(f, "</span> for <code>");
+	esc(f, r->database);
+	fprintf(f, "</code>. Last successful run: <span id=\"last-success\" "
+	    "class=\"%s\" data-age-s=\"%" PRId64 "\">", dead ? "bad" : "", age);
+	duration(f, age);
+	fputs(age >= 0 ? " ago" : "", f);
+	fputs(dead ? " — cron looks dead (no successful run within --max-idle)" :
+	    "", f);
+	fputs("</span></p>\n", f);
+}
+
+static void
+tiles(FILE *f, const struct report *r)
+{
+	const struct report_slot *h = &r->win[RW_1H], *d = &r->win[RW_24H];
+	int64_t oldest = r->q.ready > 0 ? report_oldest_ready_s(r) : -1;
+
+	fputs("<div class=\"tiles\">\n", f);
+	tile(f, "ready", "ready", r->q.ready, 0);
+	tile(f, "retry", "waiting for retry", r->st.waiting_retry, 0);
+	tile(f, "blocked", "blocked objects", r->q.blocked_objects, 0);
+	tile(f, "dead", "dead", r->st.dead, r->st.dead > 0);
+	fprintf(f, "<div class=\"tile%s\" id=\"t-oldest\" data-s=\"%" PRId64
+	    "\"><b>", oldest > r->max_idle_s ? " bad" : "", oldest);
+	if (oldest < 0)
+		fputs("–", f);
+	else
+		duration(f, oldest);
+	fputs("</b>oldest ready</div>\n", f);
+	tile(f, "received-1h", "received 1 h", h->c[RC_RECEIVED], 0);
+	tile(f, "handled-1h", "handled 1 h", h->c[RC_HANDLED], 0);
+	tile(f, "failed-1h", "failed 1 h", h->c[RC_FAILED], h->c[RC_FAILED] > 0);
+	tile(f, "received-24h", "received 24 h", d->c[RC_RECEIVED], 0);
+	tile(f, "handled-24h", "handled 24 h", d->c[RC_HANDLED], 0);
+	tile(f, "failed-24h", "failed 24 h", d->c[RC_FAILED], 0);
+	/* Answers of the API with the object (truncated events, `refetch`). */
+	tile(f, "refetched-24h", "refetched 24 h", d->c[RC_REFETCHED], 0);
+	fputs("<div class=\"tile\" id=\"t-duplicates\"><b>n/a</b>duplicates "
+	    "(not counted: docs/report.md)</div>\n</div>\n", f);
+}
+
+/* Series of one chart: k names, each n values; cls 1..4 the colour. */
+struct chart {
+	const char	*id, *title, *unit;	/* unit "ms": values are ms */
+	int		 k, n, sums;		/* sums: show totals beside */
+	const char	*name[4];
+	int		 cls[4];
+	const int64_t	*v[4];
+};
+
+#define CW	600
+#define CH	120
+
+static void
+chart(FILE *f, const struct chart *c)
+{
+	int64_t max = 1, tot;
+	int i, s;
+
+	for (s = 0; s < c->k; s++)
+		for (i = 0; i < c->n; i++)
+			if (c->v[s][i] > max)
+				max = c->v[s][i];
+	fprintf(f, "<h3>%s</h3><div class=\"chart\" id=\"%s\">"
+	    "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">", c->title,
+	    c->id, CW, CH + 4, c->title);
+	for (s = 0; s < c->k; s++) {
+		fprintf(f, "<polyline class=\"k%d\" fill=\"none\" "
+		    "stroke-width=\"1.5\" points=\"", c->cls[s]);
+		for (i = 0; i < c->n; i++)
+			fprintf(f, "%.1f,%.1f ", c->n > 1 ? (double)i * CW /
+			    (c->n - 1) : 0.0, CH + 2 - (double)(c->v[s][i] < 0 ? 0 :
+			    c->v[s][i]) * CH / (double)max);
+		fputs("\"/>", f);
+	}
+	fputs("</svg><table><tr><th></th><th>", f);
+	fputs(c->sums ? "total" : "last", f);
+	fputs("</th><th>max</th></tr>", f);
+	for (s = 0; s < c->k; s++) {
+		int64_t m = 0;
+		for (tot = 0, i = 0; i < c->n; i++) {
+			tot = c->sums ? tot + c->v[s][i] : c->v[s][i];
+			if (c->v[s][i] > m)
+				m = c->v[s][i];
+		}
+		fprintf(f, "<tr><td><span class=\"sw s%d\"></span>%s</td>"
+		    "<td class=\"n\">", c->cls[s], c->name[s]);
+		if (c->unit != NULL)
+			ms(f, tot);
+		else
+			fprintf(f, "%" PRId64, tot);
+		fputs("</td><td class=\"n\">", f);
+		if (c->unit != NULL)
+			ms(f, m);
+		else
+			fprintf(f, "%" PRId64, m);
+		fputs("</td></tr>", f);
+	}
+	fputs("</table></div>\n", f);
+}
+
+/* Flow and backlog of n slots (derived backlog: report/report.h). */
+static void
+flow_charts(FILE *f, const struct report *r, const struct report_slot *sl,
+    int n, const char *span)
+{
+	int64_t v[6][REPORT_FINE_N];
+	int64_t pending = r->st.pending, dead = r->st.dead;
+	char id[32], title[64], id2[32], title2[64];
+	int i;
+
+	for (i = n - 1; i >= 0; i--) {
+		v[0][i] = sl[i].c[RC_RECEIVED];
+		v[1][i] = sl[i].c[RC_HANDLED];
+		v[2][i] = sl[i].c[RC_FAILED];
+		v[3][i] = pending < 0 ? 0 : pending;
+		v[4][i] = dead < 0 ? 0 : dead;
+		pending += sl[i].c[RC_RECEIVED] - sl[i].c[RC_HANDLED] -
+		    sl[i].c[RC_DEAD] - sl[i].c[RC_STALE];
+		dead -= sl[i].c[RC_DEAD];
+	}
+	snprintf(id, sizeof id, "flow-%s", span);
+	snprintf(title, sizeof title, "Received, handled, failed (%s)", span);
+	chart(f, &(struct chart){ id, title, NULL, 3, n, 1,
+	    { "received", "handled", "failed" }, { 1, 2, 3 },
+	    { v[0], v[1], v[2] } });
+	snprintf(id2, sizeof id2, "backlog-%s", span);
+	snprintf(title2, sizeof title2, "Backlog by state (%s, derived)", span);
+	chart(f, &(struct chart){ id2, title2, NULL, 2, n, 0,
+	    { "pending", "dead" }, { 4, 3 }, { v[3], v[4] } });
+}
+
+/* Wait and handler time p50/p95/max, merging `per` slots a point. */
+static void
+latency_charts(FILE *f, const struct report_slot *sl, int n, int per,
+    const char *span)
+{
+	int64_t v[6][REPORT_DAYS_N < 24 ? 24 : REPORT_DAYS_N];
+	struct history_hist w, h;
+	char id[2][32], title[2][64];
+	int i, j, pts = n / per;
+
+	for (i = 0; i < pts; i++) {
+		memset(&w, 0, sizeof w);
+		memset(&h, 0, sizeof h);
+		for (j = i * per; j < (i + 1) * per; j++) {
+			int b;
+			for (b = 0; b < HISTORY_NBUCKETS; b++) {
+				w.count[b] += sl[j].wait.count[b];
+				h.count[b] += sl[j].handler.count[b];
+			}
+			w.max_ms = w.max_ms > sl[j].wait.max_ms ? w.max_ms : sl[j].wait.max_ms;
+			h.max_ms = h.max_ms > sl[j].handler.max_ms ? h.max_ms : sl[j].handler.max_ms;
+		}
+		v[0][i] = history_hist_quantile_ms(&w, 0.5);
+		v[1][i] = history_hist_quantile_ms(&w, 0.95);
+		v[2][i] = w.max_ms;
+		v[3][i] = history_hist_quantile_ms(&h, 0.5);
+		v[4][i] = history_hist_quantile_ms(&h, 0.95);
+		v[5][i] = h.max_ms;
+	}
+	snprintf(id[0], sizeof id[0], "wait-%s", span);
+	snprintf(title[0], sizeof title[0], "Wait, received to first hand-out (%s)", span);
+	snprintf(id[1], sizeof id[1], "handler-%s", span);
+	snprintf(title[1], sizeof title[1], "Handler time (%s)", span);
+	for (i = 0; i < 2; i++)
+		chart(f, &(struct chart){ id[i], title[i], "ms", 3, pts, 0,
+		    { "p50", "p95", "max" }, { 2, 4, 3 },
+		    { v[i * 3], v[i * 3 + 1], v[i * 3 + 2] } });
+}
+
+/* One bar per run over the last 24 h: where a run is missing, cron was. */
+static void
+runs_strip(FILE *f, const struct report *r)
+{
+	int64_t t0 = r->now_ns - 86400 * NS, gap = 0, prev = t0, maxn = 1;
+	int i, budget = 0, errors = 0;
+
+	for (i = 0; i < r->nruns; i++)
+		if (r->runs[i].claimed > maxn)
+			maxn = r->runs[i].claimed;
+	fputs("<h3>Drain runs (24 h)</h3><div class=\"chart\" id=\"runs-24h\">"
+	    "<svg viewBox=\"0 0 600 44\" role=\"img\" aria-label=\"drain runs\">", f);
+	for (i = 0; i < r->nruns; i++) {
+		const struct inbox_run_record *u = &r->runs[i];
+		double x = (double)(u->started_ns - t0) * CW / (86400.0 * NS);
+		double hgt = 4 + 36.0 * (double)u->claimed / (double)maxn;
+		int cls = strcmp(u->result, "error") == 0 ? 3 : u->budget_hit ? 4 : 2;
+
+		budget += u->budget_hit;
+		errors += cls == 3;
+		if (u->started_ns - prev > gap)
+			gap = u->started_ns - prev;
+		prev = u->finished_ns;
+		fprintf(f, "<rect class=\"k%d\" x=\"%.1f\" y=\"%.1f\" width=\"1.5\" "
+		    "height=\"%.1f\"/>", cls, x, 42 - hgt, hgt);
+	}
+	if (r->now_ns - prev > gap)
+		gap = r->now_ns - prev;
+	fprintf(f, "</svg><table><tr><td>runs</td><td class=\"n\" id=\"runs-n\">%d"
+	    "</td></tr><tr><td><span class=\"sw s4\"></span>budget hit</td>"
+	    "<td class=\"n\">%d</td></tr><tr><td><span class=\"sw s3\"></span>"
+	    "errors</td><td class=\"n\">%d</td></tr><tr><td>longest gap</td>"
+	    "<td class=\"n\" id=\"runs-gap\" data-s=\"%" PRId64 "\">", r->nruns,
+	    budget, errors, (int64_t)(gap / NS));
+	duration(f, (int64_t)(gap / NS));
+	fputs("</td></tr></table></div>\n", f);
+}
+
+static void
+table_failures(FILE *f, const struct report *r)
+{
+	int i;
+
+	fputs("<h2>Failures by error class</h2><div class=\"wrap\"><table "
+	    "id=\"failures\"><tr><th>class</th><th>1 h</th><th>24 h</th>"
+	    "<th>7 d</th></tr>\n", f);
+	for (i = 0; i < r->nclasses; i++) {
+		const struct report_class *c = &r->classes[i];
+		if (c->n[RW_7D] == 0)
+			continue;
+		fputs("<tr><td>", f);
+		esc(f, c->name);
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
+		    PRId64 "</td><td class=\"n\">%" PRId64 "</td></tr>\n",
+		    c->n[RW_1H], c->n[RW_24H], c->n[RW_7D]);
+	}
+	fputs("</table></div><pre>webhook-drain list --state pending   "
+	    "# failed events waiting for their retry (and the rest of the queue)\n"
+	    "webhook-drain list --state dead</pre>\n", f);
+}
+
+static void
+table_blocked(FILE *f, const struct report *r)
+{
+	char when[PRESENT_TIME_SIZE];
+	int i;
+
+	fputs("<h2>Blocked objects</h2><div class=\"wrap\"><table id=\"blocked\">"
+	    "<tr><th>object</th><th>head event</th><th>attempts</th>"
+	    "<th>next try</th><th>queued behind</th><th>last error</th></tr>\n", f);
+	for (i = 0; i < r->nblocked; i++) {
+		const struct report_blocked *b = &r->blocked[i];
+		fputs("<tr><td>", f);
+		esc(f, b->object);
+		fputs("</td><td>", f);
+		esc(f, b->head);
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td>", b->attempts);
+		esc(f, present_short_time(b->next_at, when));
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td>", b->behind);
+		esc(f, b->error);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table></div><pre>", f);
+	if (r->nblocked == 0)
+		fputs("# no blocked object", f);
+	for (i = 0; i < r->nblocked; i++) {
+		fputs("webhook-drain requeue --state pending --object ", f);
+		shell_word(f, r->blocked[i].object);
+		fputs(" --yes\n", f);
+	}
+	fputs("</pre>\n", f);
+}
+
+static void
+table_dead(FILE *f, const struct report *r)
+{
+	char when[PRESENT_TIME_SIZE];
+	int i;
+
+	fprintf(f, "<h2>Latest dead letters</h2><div class=\"wrap\"><table "
+	    "id=\"dead\"><tr><th>event</th><th>type</th><th>object</th>"
+	    "<th>attempts</th><th>died</th><th>first error</th>"
+	    "<th>last error</th></tr>\n");
+	for (i = 0; i < r->ndead; i++) {
+		const struct report_dead *d = &r->dead[i];
+		fputs("<tr><td>", f);
+		esc(f, d->id);
+		fputs("</td><td>", f);
+		esc(f, d->type);
+		fputs("</td><td>", f);
+		esc(f, d->object);
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td>", d->attempts);
+		esc(f, present_short_time(d->died_at, when));
+		fputs("</td><td>", f);
+		esc(f, d->first_error[0] ? d->first_error : "–");
+		fputs("</td><td>", f);
+		esc(f, d->error);
+		fputs("</td></tr>\n", f);
+	}
+	fprintf(f, "</table></div><pre>webhook-drain requeue --state dead --yes"
+	    "   # all %" PRId64 " dead letters</pre>\n", r->st.dead);
+}
+
+static void
+table_types(FILE *f, const struct report *r)
+{
+	int i;
+
+	fputs("<h2>Event types</h2><div class=\"wrap\"><table id=\"types\">"
+	    "<tr><th>type</th><th>handled 24 h</th><th>failed 24 h</th>"
+	    "<th>handled 7 d</th><th>failed 7 d</th><th>handler p95 7 d</th>"
+	    "</tr>\n", f);
+	for (i = 0; i < r->ntypes; i++) {
+		const struct report_type *t = &r->types[i];
+		if (t->handled[RW_7D] + t->failed[RW_7D] == 0)
+			continue;
+		fputs("<tr><td>", f);
+		esc(f, t->name[0] ? t->name : "(none)");
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
+		    PRId64 "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
+		    PRId64 "</td><td class=\"n\">", t->handled[RW_24H],
+		    t->failed[RW_24H], t->handled[RW_7D], t->failed[RW_7D]);
+		ms(f, history_hist_quantile_ms(&t->handler7d, 0.95));
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table></div><pre>", f);
+	for (i = 0; i < r->ntypes; i++) {
+		if (r->types[i].name[0] == '\0')
+			continue;
+		fputs("webhook-drain list --type ", f);
+		shell_word(f, r->types[i].name);
+		fputs("\n", f);
+	}
+	fputs("</pre>\n", f);
+}
+
+void
+report_html(FILE *f, const struct report *r)
+{
+	header(f, r);
+	tiles(f, r);
+	fputs("<h2>Last 24 hours (5-minute buckets)</h2>\n", f);
+	flow_charts(f, r, r->fine, REPORT_FINE_N, "24h");
+	latency_charts(f, r->fine, REPORT_FINE_N, 12, "24h");
+	runs_strip(f, r);
+	fputs("<h2>Last 30 days (days)</h2>\n", f);
+	flow_charts(f, r, r->days, REPORT_DAYS_N, "30d");
+	latency_charts(f, r->days, REPORT_DAYS_N, 1, "30d");
+	chart(f, &(struct chart){ "runs-30d", "Drain runs per day (30 d)", NULL,
+	    1, REPORT_DAYS_N, 1, { "runs" }, { 2 }, { r->runs_per_day } });
+	table_failures(f, r);
+	table_blocked(f, r);
+	table_dead(f, r);
+	table_types(f, r);
+	fputs("<p>Bodies are never shown. Counts come from the drainer's "
+	    "history (kept beyond retention); duplicates are not counted "
+	    "(the receiver writes nothing for them).</p></body></html>\n", f);
+}

@@ -1,0 +1,175 @@
+/*
+ * inbox_pg: what the PostgreSQL implementation of store/inbox.h shares between
+ * its files (docs/postgresql.md).  PRIVATE: include it only from
+ * lib/inbox_pg*.c.
+ *
+ *   lib/store/postgresql/engine.c        the connection (open with a deadline, the
+ *                         schema, synchronous_commit, warnings), storing,
+ *                         cursors
+ *   lib/store/postgresql/statements.c     statements with a deadline, parameters, reading
+ *                         rows: the helpers below (px_*)
+ *   lib/store/postgresql/rules.c  order, hold, stale and leases: due events,
+ *                         claims, verdicts, list
+ *   lib/store/postgresql/ops.c    the operator's commands, retention, status,
+ *                         history
+ *
+ * Every statement is sent and waited for with a deadline (px_query): a
+ * server that stops answering costs the caller its deadline, never a hang;
+ * the connection is then dropped and the caller reopens.
+ */
+#ifndef WEBHOOK_INBOX_PG_H
+#define WEBHOOK_INBOX_PG_H
+
+#include <libpq-fe.h>
+
+#include "lib/store/inbox.h"
+#include "lib/store/engine.h"
+
+INBOX_OPS(INBOX_OP_PROTO_pg)
+enum inbox_status inbox_pg_open(const char *uri,
+	    const struct inbox_options *o, struct inbox **out, struct buf *err);
+void	inbox_pg_close(struct inbox *ib);
+
+#define PX_PREPARED_MAX	48
+
+struct inbox_pg {
+	struct inbox_head head;		/* first: the backend (store/engine.h) */
+	PGconn		*conn;
+	char		*name;		/* the database for messages, no password */
+	int64_t		 busy_timeout_ns;
+	int64_t		 lease_ns;
+	char		 owner[96];	/* this connection's lease token */
+	int		 broken;	/* a statement timed out: reopen */
+	int		 store_ready;	/* the store statement is prepared */
+	/* Statements with parameters prepared on this connection, by their
+	 * text (px_query): the server parses and plans each once, not at
+	 * every hand-out.  Gone with the connection. */
+	char		*prepared[PX_PREPARED_MAX];
+	int		 nprepared;
+	int64_t		 admitted_ns;	/* as SQLite's (store/sqlite/private.h) */
+	/* WARNINGs the server sent during the last statement (a commit whose
+	 * wait for synchronous replication was cancelled). */
+	char		 sync_default[32];	/* synchronous_commit at connect */
+	int		 warned;
+	char		 warning[256];
+};
+
+/* The struct behind an opaque inbox of this backend. */
+#define PG(ib)	((struct inbox_pg *)(void *)(ib))
+
+/* Statement parameters in text form (NULL: SQL NULL), with optional
+ * binary ones (bytea): lengths[i] > 0 or binary[i] set. */
+struct px_params {
+	int		 n;
+	const char	*v[16];
+	int		 len[16];
+	int		 bin[16];
+	/* More than 16 (lib/store/postgresql/copy.c's batches): n values from these
+	 * arrays instead, when xv is set; results in binary form when
+	 * binary_results is set. */
+	const char *const *xv;
+	const int	*xlen, *xbin;
+	int		 binary_results;
+};
+void	px_text(struct px_params *p, const char *s);	/* NULL for NULL or "" */
+void	px_raw(struct px_params *p, const char *s);	/* as is; NULL for NULL */
+void	px_int(struct px_params *p, int64_t v, char tmp[24]);
+void	px_bytes(struct px_params *p, const void *b, size_t len);	/* NULL: NULL */
+/* An instant; -1 when out of range. */
+int	px_instant(struct px_params *p, int64_t ns, char tmp[INSTANT_SIZE]);
+
+/*
+ * Run one statement (sql, with parameters p or NULL) or, when stmt is not
+ * NULL, the prepared statement of that name, and wait for its result
+ * until `deadline` (monotonic ns; 0: the connection's default, its
+ * busy_timeout at least PX_DEFAULT_WAIT_NS).  Results are text.
+ * Returns INBOX_OK with *res (PQclear it; NULL allowed when the caller
+ * wants none), or BUSY (timed out: cancelled, connection dropped; a lock
+ * or statement timeout; a serialization failure) / FAILED, with
+ * "what: the server's message" in err.
+ */
+#define PX_DEFAULT_WAIT_NS	(60LL * 1000000000)
+enum inbox_status px_query(struct inbox_pg *ib, const char *stmt,
+	    const char *sql, const struct px_params *p, int64_t deadline,
+	    PGresult **res, const char *what, struct buf *err);
+/* The same with no result wanted. */
+enum inbox_status px_exec(struct inbox_pg *ib, const char *sql,
+	    const struct px_params *p, int64_t deadline, const char *what,
+	    struct buf *err);
+/*
+ * Run n statements (each p[i] with parameters, or NULL) in one
+ * round trip, as ONE implicit transaction (libpq's pipeline mode): the
+ * server runs them in order, each with its own snapshot (READ COMMITTED:
+ * a statement sees what committed while an earlier one waited for a
+ * lock), and commits them together after the last, or rolls all back at
+ * the first error.  Not inside a BEGIN.  Returns INBOX_OK with res[i] each
+ * statement's result (PQclear them), or as px_query with every res[i]
+ * NULL; a WARNING during the commit is a failure, as in px_commit.
+ */
+enum inbox_status px_pipeline(struct inbox_pg *ib, int n,
+	    const char *const sql[], const struct px_params *const p[],
+	    PGresult *res[], const char *what, struct buf *err);
+/* After a statement that committed by itself (outside BEGIN): the server's
+ * WARNING during its commit as a failure, as px_commit. */
+enum inbox_status px_warned(struct inbox_pg *ib, const char *what,
+	    struct buf *err);
+/* BEGIN, COMMIT (a WARNING during it, such as a cancelled wait for
+ * synchronous replication, is a failure: INBOX_FAILED), ROLLBACK (when
+ * the connection is still usable; quiet). */
+enum inbox_status px_begin(struct inbox_pg *ib, int64_t deadline,
+	    struct buf *err);
+enum inbox_status px_commit(struct inbox_pg *ib, int64_t deadline,
+	    const char *what, struct buf *err);
+void	px_rollback(struct inbox_pg *ib);
+/* "name: what: message" in err; returns s. */
+enum inbox_status px_fail(struct inbox_pg *ib, struct buf *err,
+	    enum inbox_status s, const char *what, const char *msg);
+
+/* Columns: row values, NULL for SQL NULL. */
+char	*px_dup(const PGresult *r, int row, int col, int *oom);
+void	 px_instant_col(const PGresult *r, int row, int col,
+	    char out[INSTANT_SIZE]);
+int64_t	 px_int_col(const PGresult *r, int row, int col);
+/* A bytea column (text form: \x hex) appended to b; -1 out of memory. */
+int	 px_bytes_col(const PGresult *r, int row, int col, struct buf *b);
+
+/* The columns every event query selects, in inbox_event order
+ * (px_read_event), then body as column EVENT_PG_NCOLUMNS when asked. */
+#define EVENT_PG_COLUMNS \
+	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \
+	" created_at, created_at_raw, object_type, object_id, updated_at," \
+	" truncated, sort_at, attempts, failures, next_at, finished_at," \
+	" requeued, last_error, last_output, seq, body IS NOT NULL"
+#define EVENT_PG_NCOLUMNS	22
+int	px_read_event(const PGresult *r, int row, struct inbox_event *e,
+	    int with_body);
+
+/* The operator filter (inbox_filter) as one fixed WHERE clause with
+ * parameters $1 … $7 (px_filter binds them; the type glob as an anchored
+ * POSIX regular expression). */
+#define FILTER_PG_WHERE \
+	" WHERE ($1::text IS NULL OR webhook_id = $1)" \
+	" AND ($2::text IS NULL OR state = $2 OR ($2 = 'retrying'" \
+	" AND state = 'pending' AND failures > 0))" \
+	" AND ($3::text IS NULL OR type ~ $3)" \
+	" AND ($4::text IS NULL OR object_type = $4)" \
+	" AND ($5::text IS NULL OR object_id = $5)" \
+	" AND ($6::text IS NULL OR received_at >= $6)" \
+	" AND ($7::text IS NULL OR received_at < $7)"
+struct px_filter_tmp {
+	char	since[INSTANT_SIZE], until[INSTANT_SIZE];
+	char	*regex;		/* free with px_filter_free */
+};
+int	px_filter(struct px_params *p, const struct inbox_filter *f,
+	    struct px_filter_tmp *t);	/* -1: out of memory */
+void	px_filter_free(struct px_filter_tmp *t);
+
+/* Is s[0..len) valid UTF-8 without a NUL byte, as a PostgreSQL text value
+ * must be (lib/store/postgresql/engine.c)? */
+int	px_utf8_valid(const void *s, size_t len);
+
+/* lib/store/postgresql/rules.c: the lease key of an event (kind, object_type,
+ * object_id: three parameters, schema-pg.sql's leases). */
+void	px_lease_key(struct px_params *p, const struct inbox_event *e);
+
+#endif
