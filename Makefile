@@ -43,9 +43,9 @@ RECEIVE_SRC = $(addprefix lib/receive/,signature.c event.c request.c site.c \
 	      receive.c committer.c upgrade.c)
 STORE_SRC   = $(addprefix lib/store/,inbox.c copy.c) \
 	      $(addprefix lib/store/sqlite/,engine.c rules.c ops.c history.c \
-	      copy.c wal.c stamp.c walsync.c) \
+	      copy.c wal.c stamp.c walsync.c checkpointer.c) \
 	      $(addprefix lib/store/postgresql/,engine.c statements.c rules.c \
-	      ops.c copy.c)
+	      ops.c history.c copy.c)
 DRAIN_SRC   = $(addprefix lib/drain/,drain.c handler.c guard.c runlock.c \
 	      refetch.c paging.c api.c digest.c ping.c)
 OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c bulk.c trial.c \
@@ -174,7 +174,8 @@ $(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) $(LI
 FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
 		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/report/history.c \
-		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c) \
+		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
+		   lib/store/sqlite/checkpointer.c) \
 		   $(FB)/lib/store/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) \
     fuzz/coverage-ignore.txt

@@ -170,7 +170,7 @@ load_config(struct config *c, int all)
 static int
 inbox_exists(const struct config *c)
 {
-	if (util_is_postgresql(c->database) || access(c->database, F_OK) == 0)
+	if (!inbox_is_file(c->database) || access(c->database, F_OK) == 0)
 		return 1;
 	fprintf(stderr, "webhook-drain: no inbox at %s: nothing received yet, "
 	    "or `database` in %s names the wrong file\n", c->database, c->path);
@@ -183,7 +183,7 @@ open_inbox(const struct config *c)
 	struct inbox *ib;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((ib = drain_inbox_open(c, &err)) == NULL)
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 	buf_free(&err);
@@ -511,7 +511,7 @@ run_record(const struct config *c, struct opts *o, struct run_ctx *rc,
 	struct buf err;
 	int bad = 0;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	runrec_finish(&rc->rec, res, util_now_ns());
 	if (runrec_save(&rc->rec, c, &err) == -1) {
 		fprintf(stderr, "webhook-drain: history: %s\n", err.data);
@@ -552,7 +552,7 @@ cmd_run(const struct config *c, struct opts *o)
 		return EXIT_USAGE;
 	}
 	/* No inbox yet: nothing was received; say nothing (cron). */
-	if (!util_is_postgresql(c->database) && access(c->database, F_OK) == -1 &&
+	if (inbox_is_file(c->database) && access(c->database, F_OK) == -1 &&
 	    errno == ENOENT) {
 		if (verbose)
 			printf("no inbox at %s yet: nothing received\n", c->database);
@@ -627,7 +627,7 @@ status_json_more(const struct config *c, cJSON *j,
 
 	if (j == NULL || (rep = malloc(sizeof *rep)) == NULL)
 		return j;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((ib = open_inbox(c)) != NULL) {
 		if (report_collect(ib, c->database, util_now_ns(), 0, st, rep,
 		    &err) == 0)
@@ -654,7 +654,7 @@ cmd_status(const struct config *c, struct opts *o)
 
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((s = inbox_status_report(ib, &r, &err)) != INBOX_OK)
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 	buf_free(&err);
@@ -690,7 +690,7 @@ cmd_list(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (present_list(stdout, ib, &o->filter, o->json, !o->json &&
 	    isatty(STDOUT_FILENO), util_now_ns(), &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
@@ -714,7 +714,7 @@ cmd_show(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (present_show(stdout, ib, o->args[0], o->body ? PRESENT_SHOW_BODY :
 	    o->json ? PRESENT_SHOW_JSON : PRESENT_SHOW_CARD, util_now_ns(),
 	    &found, &err) == -1) {
@@ -759,7 +759,7 @@ cmd_try(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c))
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	st = trial_event(c, o->args[0], o->record, &r, &info, &err);
 	trial_print(stdout, stderr, o->args[0], st, &r, &info, &err);
 	buf_free(&err);
@@ -794,7 +794,7 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 	}
 	if (!inbox_exists(c))
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	st = bulk_apply(c, &o->filter, requeue, o->yes, &n, &stale, &err);
 	if (st == BULK_FAILED) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
@@ -825,7 +825,7 @@ cmd_purge(const struct config *c, struct opts *o)
 	(void)o;
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (inbox_purge(ib, util_now_ns(), c->retention_s * NS, &bodies, &rows,
 	    &err) != INBOX_OK) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
@@ -868,7 +868,7 @@ cmd_send(const struct config *c, struct opts *o)
 	if (id == NULL)
 		id = sender_new_id(idbuf);
 	buf_init(&body, SENDER_BODY_MAX);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&a.body, 4096);
 	if (sender_pick_body(o->nargs == 2 ? o->args[1] : NULL, o->size > 0 ||
 	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id, &body,
@@ -940,7 +940,7 @@ cmd_check(const struct config *c, struct opts *o)
 	if (o->url != NULL)
 		probe_url(c, o->url, &h, &n);
 	if (o->handler && c->handler != NULL) {
-		buf_init(&err, 4096);
+		buf_init(&err, BUF_ERR_MAX);
 		printf("handler on a test event (WEBHOOK_TEST=1):\n");
 		if (trial_synthetic(c, &r, &err) == -1) {
 			printf("FAIL handler: could not start: %s\n", err.data);
@@ -991,7 +991,7 @@ walk_open(const struct config *c, struct api **a, struct inbox **ib)
 	int rc = 0;
 
 	progress_on = isatty(STDERR_FILENO) && !verbose;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (api_open(c, a, &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		rc = EXIT_USAGE;
@@ -1123,7 +1123,7 @@ cmd_copy(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c) || (src = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	progress_on = isatty(STDERR_FILENO) && !verbose;
 	switch (copy_open_destination(c, o->to, o->dry_run, &dst, &err)) {
 	case 1:
@@ -1176,7 +1176,7 @@ cmd_report(const struct config *c, struct opts *o)
 	}
 	if (!inbox_exists(c))
 		return EXIT_FAILED;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (report_refresh(c, o->report_dir ? o->report_dir : ".", o->metrics,
 	    o->max_idle, &err) == -1) {
 		fprintf(stderr, "webhook-drain: report: %s\n", err.data);

@@ -127,7 +127,7 @@ run(const char *dir, const char *way, int durable, int n, long rows,
 	long seq = 0, done;
 	int rc = -1;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&path, 8192);
 	if (buf_printf(&path, "%s/cost-%s-%d.db", dir, way, n) == -1)
 		goto out;

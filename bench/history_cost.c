@@ -152,7 +152,7 @@ main(int argc, char **argv)
 	rounds = argc > 3 ? atoi(argv[3]) : 3;
 	if (n < 1 || rounds < 1 || rounds > MAXROUNDS || sodium_init() < 0)
 		return 2;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&conf, 8192);
 	buf_init(&db, 8192);
 	if (buf_printf(&conf, "%s/history.conf", argv[1]) == -1 ||

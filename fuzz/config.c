@@ -192,7 +192,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *e;
 	int rc;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	rc = config_load_text(PATH, (const char *)data, size, &c, &err);
 	e = err.data != NULL ? err.data : "";
 	if (rc == 0) {

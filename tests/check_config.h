@@ -43,7 +43,7 @@ check_config(const char *parent, const char *body, struct config *c,
 	    body);
 	ck_assert_int_eq(fclose(f), 0);
 	ck_assert_int_eq(chmod(path, 0600), 0);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_msg(config_load(path, c, &err) == 0, "%s", err.data);
 	buf_free(&err);
 }

@@ -77,7 +77,7 @@ hand_out(struct inbox *in, const char *id, int64_t now_ns, enum verdict v)
 		if (v == V_DONE)
 			OK(inbox_finish_done(in, &e, now_ns, "ok\0bin", 6, &err));
 		else if (v == V_FAIL || v == V_DEAD)
-			OK(inbox_finish_failed(in, &e, now_ns, 30 * SEC,
+			OK(fixture_fail(in, &e, now_ns, 30 * SEC,
 			    v == V_DEAD ? 1 : 5, "exit 3", "boom\n", 5, &dead,
 			    &err));
 	}
@@ -213,8 +213,8 @@ static void
 dump(struct inbox *in, struct buf *b, int skip_admitted)
 {
 	struct dumper d = { b, 0, -1 };
-	size_t n;
-	int full, t, k;
+	struct inbox_page pg;
+	int t, k;
 
 	buf_reset(b);
 	for (t = 0; t < INBOX_NTABLES; t++) {
@@ -224,8 +224,9 @@ dump(struct inbox *in, struct buf *b, int skip_admitted)
 		for (k = 0; skip_admitted && t == INBOX_EVENTS && k < ti->ncols; k++)
 			if (strcmp(ti->cols[k], "admitted") == 0)
 				d.skip = k;
-		OK(inbox_table_read(in, t, NULL, 100000, SIZE_MAX, dump_page, &d,
-		    &n, &full, &err));
+		pg = (struct inbox_page){ .t = t, .max_rows = 100000,
+		    .max_bytes = SIZE_MAX };
+		OK(inbox_table_read(in, &pg, dump_page, &d, &err));
 	}
 }
 

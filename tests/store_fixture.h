@@ -50,4 +50,24 @@ fixture_store(struct inbox *in, const char *id, const char *type,
 	return inbox_store(in, &d, why);
 }
 
+/*
+ * inbox_finish_failed with the verdict's fields as arguments, as the
+ * tests write them in one line; *dead (when not NULL) as the verdict
+ * tells it.
+ */
+static inline enum inbox_status
+fixture_fail(struct inbox *in, const struct inbox_event *e, int64_t now_ns,
+    int64_t retry_ns, int64_t max_attempts, const char *error,
+    const void *output, size_t output_len, int *dead, struct buf *why)
+{
+	struct inbox_failure f = { .now_ns = now_ns, .retry_ns = retry_ns,
+	    .max_attempts = max_attempts, .error = error, .output = output,
+	    .output_len = output_len };
+	enum inbox_status s = inbox_finish_failed(in, e, &f, why);
+
+	if (dead != NULL)
+		*dead = f.dead;
+	return s;
+}
+
 #endif

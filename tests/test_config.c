@@ -46,7 +46,7 @@ load_in(const char *dir, const char *text, size_t len, struct load *l)
 	ck_assert_msg(fd != -1, "mkstemp %s", l->path);
 	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
 	ck_assert_int_eq(close(fd), 0);
-	buf_init(&l->err, 4096);
+	buf_init(&l->err, BUF_ERR_MAX);
 	l->rc = config_load(l->path, &l->c, &l->err);
 	unlink(l->path);
 }
@@ -1053,7 +1053,7 @@ START_TEST(unreadable)
 	struct config c;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_int_eq(config_load("/nonexistent/webhook.conf", &c, &err), -1);
 	ck_assert_msg(strncmp(err.data, "/nonexistent/webhook.conf: ", 27) == 0,
 	    "%s", err.data);
@@ -1096,7 +1096,7 @@ START_TEST(load_text)
 	struct buf err;
 	char *big;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_int_eq(config_load_text("/etc/w.conf", text, len, &c, &err), 0);
 	ck_assert_str_eq(c.path, "/etc/w.conf");
 	ck_assert_int_eq(c.tolerance_s, 60);

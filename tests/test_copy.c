@@ -62,7 +62,7 @@ new_path(char *out, size_t outsz)
 static void
 setup(void)
 {
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(src_path, sizeof src_path);
 	new_path(dst_path, sizeof dst_path);
 	src = open_at(src_path);
@@ -336,8 +336,8 @@ history_n(const struct inbox_history_row *row, void *arg)
 START_TEST(clocks_and_history_merge_forward)
 {
 	struct buf b;
-	size_t n;
-	int full;
+	struct inbox_page pg = { .t = INBOX_OBJECTS, .max_rows = 10,
+	    .max_bytes = SIZE_MAX };
 	int64_t handled = -1, bucket = 1772366400;
 
 	/* Object 1: the source's clock is later; object 2: the destination's. */
@@ -353,8 +353,7 @@ START_TEST(clocks_and_history_merge_forward)
 	add_history(dst, bucket, "handled", 3, util_now_ns() - 50 * SEC);
 	(void)copy_all();
 	buf_init(&b, 4096);
-	OK(inbox_table_read(dst, INBOX_OBJECTS, NULL, 10, SIZE_MAX, objects_row,
-	    &b, &n, &full, &err));
+	OK(inbox_table_read(dst, &pg, objects_row, &b, &err));
 	ck_assert_str_eq(b.data, "1=2026-03-01T12:00:00.000000000Z,;"
 	    "2=2026-03-01T13:00:00.000000000Z,;");
 	OK(inbox_history_read(dst, INT64_MIN, history_n, &handled, &err));

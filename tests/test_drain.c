@@ -86,7 +86,7 @@ deliver(const struct config *c, const char *id, const char *json)
 	struct inbox *ib;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_ptr_nonnull(ib = drain_inbox_open(c, &err));
 	ck_assert_int_eq(event_extract(id, json, strlen(json), &f), 0);
 	memset(&d, 0, sizeof d);
@@ -131,7 +131,7 @@ state_of(const struct config *c, const char *id, char out[64])
 	struct inbox *ib;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	memset(&f, 0, sizeof f);
 	f.webhook_id = id;
 	snprintf(out, 64, "absent");
@@ -285,7 +285,7 @@ START_TEST(older_than_done_is_stale_not_handed_out)
 		struct buf err;
 		int64_t n = -1;
 
-		buf_init(&err, 4096);
+		buf_init(&err, BUF_ERR_MAX);
 		memset(&f, 0, sizeof f);
 		ck_assert_ptr_nonnull(ib = drain_inbox_open(&c, &err));
 		ck_assert_int_eq(drain_count_stale(ib, &f, &n, &err), 0);
@@ -311,7 +311,7 @@ START_TEST(held_lock_means_nothing_done)
 
 	load(&c, "/bin/true", NULL);
 	deliver_obj(&c, "l1", "1", "12:00:00");
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_int_ge(lock = runlock_try(c.database, &err), 0);
 	ck_assert_int_eq(run(&c, &s, &res), DRAIN_LOCKED);
 	state_of(&c, "l1", st);

@@ -48,7 +48,7 @@ run_env(const char *cmd, const void *in, size_t len,
 {
 	int64_t t0;
 
-	buf_init(&x->err, 4096);
+	buf_init(&x->err, BUF_ERR_MAX);
 	t0 = util_mono_ns();
 	x->rc = handler_run(cmd, in, len, env, nenv, timeout_ns, &x->r,
 	    &x->err);
@@ -529,7 +529,7 @@ start(const char *cmd, const void *in, size_t len, int64_t timeout_ns)
 	struct handler_job *j;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	j = handler_start(cmd, in, len, NULL, 0, timeout_ns, &err);
 	ck_assert_msg(j != NULL, "handler_start(%s): %s", cmd,
 	    err.data ? err.data : "");

@@ -248,7 +248,7 @@ START_TEST(received_is_counted_at_admission)
 	struct inbox_event e;
 	struct sums s = { 0 };
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ib = open_new("admit.db", &err);
 	store(ib, "a", "t", &err);
 	store(ib, "b", "t", &err);
@@ -277,7 +277,7 @@ START_TEST(fold_into_days_keeps_the_sums)
 	struct sums s = { 0 };
 	int64_t now = T0 + 40 * 86400;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ib = open_new("fold.db", &err);
 	history_batch_init(&b);
 	history_count(&b, T0, "handled", NULL, 5);		/* 40 days old */
@@ -314,7 +314,7 @@ START_TEST(page_escapes_inbox_strings)
 	size_t len;
 	FILE *f;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ib = open_new("escape.db", &err);
 	history_batch_init(&b);
 	history_count(&b, T0, "type_handled", "<script>x</script>", 1);
@@ -357,7 +357,7 @@ START_TEST(atomic_write_leaves_no_temporary)
 	struct buf err;
 	char path[512], bad[600];
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	snprintf(path, sizeof path, "%s/metrics.prom", dir);
 	ck_assert_int_eq(report_write_file(path, r, report_prom, &err), 0);
 	ck_assert_int_eq(access(path, R_OK), 0);

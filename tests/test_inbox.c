@@ -12,6 +12,7 @@
  * a plain sqlite3 connection.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "lib/receive/event.h"
+#include "lib/store/engine.h"
 #include "lib/store/inbox.h"
 #include "lib/store/sqlite/private.h"
 #include "lib/common/instant.h"
@@ -80,7 +82,7 @@ open_at(const char *path, int64_t busy_ms)
 static void
 setup(void)
 {
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(dbpath, sizeof dbpath);
 	ib = open_at(dbpath, 2000);
 }
@@ -425,7 +427,7 @@ drain(int64_t now, const char *fail, int64_t max_attempts)
 		} else if (c == INBOX_SKIPPED) {
 			mark = "?";
 		} else if (strstr(fail, key) != NULL) {
-			OK(inbox_finish_failed(ib, &e, now, 60 * SEC,
+			OK(fixture_fail(ib, &e, now, 60 * SEC,
 			    max_attempts, "exit 1", "no\n", 3, &dead, &err));
 			mark = c == INBOX_CLAIMED_STALE ? (dead ? "^+" : "^!") :
 			    (dead ? "+" : "!");
@@ -469,7 +471,7 @@ START_TEST(open_creates_schema)
 	char path[512], s[64];
 	struct inbox *p;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
 	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
@@ -503,7 +505,7 @@ START_TEST(open_refuses_newer_schema)
 	struct inbox *p = (struct inbox *)&o;	/* must come back NULL */
 	sqlite3 *db;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	db = raw_open(path);
 	raw_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 99");
@@ -529,7 +531,7 @@ START_TEST(open_unopenable)
 	struct inbox *p = NULL;
 	FILE *f;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	snprintf(path, sizeof path, "%s/no/such/dir/inbox.db", dir);
 	ck_assert_int_eq(inbox_open(path, &o, &p, &err), INBOX_FAILED);
 	ck_assert_ptr_null(p);
@@ -589,7 +591,7 @@ START_TEST(first_open_race)
 {
 	char path[512];
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	for (int round = 0; round < ROUNDS; round++) {
 		pid_t pids[RACERS];
 		int go[2], status, failed = 0;
@@ -628,7 +630,7 @@ START_TEST(busy_then_ok)
 	sqlite3 *other;
 	int64_t t0, waited;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	p = open_at(path, 200);
 	ib = p;
@@ -669,7 +671,7 @@ START_TEST(busy_ends_at_deadline)
 	struct inbox_batch b = { .d = d, .n = 2, .changed = changed };
 	int64_t t0, waited;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	p = open_at(path, 10000);
 	other = raw_open(path);
@@ -714,7 +716,7 @@ START_TEST(truncated_under_us_refused)
 	char path[512];
 	struct inbox *p;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	p = open_at(path, 1000);
 	ib = p;
@@ -750,7 +752,7 @@ START_TEST(short_lived_process_stores)
 		    .synchronous = INBOX_SYNC_FULL, .short_lived = 1 };
 		sqlite3_int64 cur = -1, hi = -1;
 
-		buf_init(&err, 4096);
+		buf_init(&err, BUF_ERR_MAX);
 		(void)sqlite3_shutdown();	/* nothing open in this child */
 		inbox_process_short_lived();
 		if (inbox_open(path, &o, &ib, &err) != INBOX_OK) {
@@ -1253,10 +1255,10 @@ START_TEST(migrates_version_3_failing_since)
 	inbox_event_init(&e);
 	take("fs1", t, &e);
 	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
-	OK(inbox_finish_failed(ib, &e, t, SEC, 5, "exit 1", NULL, 0, &dead,
+	OK(fixture_fail(ib, &e, t, SEC, 5, "exit 1", NULL, 0, &dead,
 	    &err));
 	e.failures = 1;
-	OK(inbox_finish_failed(ib, &e, t + 60 * SEC, SEC, 5, "exit 1", NULL, 0,
+	OK(fixture_fail(ib, &e, t + 60 * SEC, SEC, 5, "exit 1", NULL, 0,
 	    &dead, &err));
 	OK(inbox_status_report(ib, &r, &err));
 	ck_assert_int_eq(r.waiting_retry, 1);
@@ -1576,7 +1578,7 @@ START_TEST(failures_and_death)
 
 	take("f", t, &e);
 	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
-	OK(inbox_finish_failed(ib, &e, t, 30 * SEC, 3, "exit 3", "oops\n", 5,
+	OK(fixture_fail(ib, &e, t, 30 * SEC, 3, "exit 3", "oops\n", 5,
 	    &dead, &err));
 	ck_assert_int_eq(dead, 0);
 	get("f", &s);
@@ -1598,7 +1600,7 @@ START_TEST(failures_and_death)
 	ck_assert_int_eq(claim(&e, t + 30 * SEC), INBOX_CLAIMED);
 	memset(big, 'z', sizeof big);
 	memcpy(big + sizeof big - 4, "end\n", 4);
-	OK(inbox_finish_failed(ib, &e, t + 30 * SEC, 60 * SEC, 3, "exit 4",
+	OK(fixture_fail(ib, &e, t + 30 * SEC, 60 * SEC, 3, "exit 4",
 	    big, sizeof big, &dead, &err));
 	ck_assert_int_eq(dead, 0);
 	get("f", &s);
@@ -1613,7 +1615,7 @@ START_TEST(failures_and_death)
 
 	take("f", t + 90 * SEC, &e);
 	ck_assert_int_eq(claim(&e, t + 90 * SEC), INBOX_CLAIMED);
-	OK(inbox_finish_failed(ib, &e, t + 90 * SEC, 60 * SEC, 3,
+	OK(fixture_fail(ib, &e, t + 90 * SEC, 60 * SEC, 3,
 	    "killed by signal 9", NULL, 0, &dead, &err));
 	ck_assert_int_eq(dead, 1);
 	get("f", &s);
@@ -1626,7 +1628,7 @@ START_TEST(failures_and_death)
 	ck_assert_str_eq(due(t + 1000 * SEC, 0), "");
 
 	/* A verdict for an event no longer pending changes nothing. */
-	OK(inbox_finish_failed(ib, &e, t + 100 * SEC, 60 * SEC, 3, "late",
+	OK(fixture_fail(ib, &e, t + 100 * SEC, 60 * SEC, 3, "late",
 	    NULL, 0, &dead, &err));
 	ck_assert_int_eq(dead, 0);
 	get("f", &s);
@@ -1647,7 +1649,7 @@ START_TEST(failures_and_death)
 	take("f", t + 200 * SEC, &e);
 	ck_assert_int_eq(claim(&e, t + 200 * SEC), INBOX_CLAIMED);
 	ck_assert_int_eq(e.attempts, 4);
-	OK(inbox_finish_failed(ib, &e, t + 200 * SEC, 60 * SEC, 3, "exit 1",
+	OK(fixture_fail(ib, &e, t + 200 * SEC, 60 * SEC, 3, "exit 1",
 	    NULL, 0, &dead, &err));
 	ck_assert_int_eq(dead, 0);
 	get("f", &s);
@@ -1824,7 +1826,7 @@ START_TEST(purge_retention)
 	inbox_event_init(&e);
 	take("k1", t, &e);
 	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
-	OK(inbox_finish_failed(ib, &e, t, SEC, 1, "exit 1", "out", 3, &dead,
+	OK(fixture_fail(ib, &e, t, SEC, 1, "exit 1", "out", 3, &dead,
 	    &err));
 	ck_assert_int_eq(dead, 1);
 	inbox_event_free(&e);
@@ -2282,6 +2284,43 @@ START_TEST(list_pins_no_snapshot)
 }
 END_TEST
 
+/*
+ * Every operation of each engine's table is filled in (store/engine.h):
+ * designated initialisers leave a forgotten one NULL, which would crash
+ * only when that call is first made.  Every member after `name` is a
+ * function pointer; upkeep_* are NULL in an engine that needs none.
+ */
+static void
+assert_engine_complete(const struct inbox_engine *en, int has_upkeep)
+{
+	typedef void (*fnptr)(void);
+	const size_t first = offsetof(struct inbox_engine, open);
+	const size_t up0 = offsetof(struct inbox_engine, upkeep_start);
+	const size_t up1 = offsetof(struct inbox_engine, upkeep_stop);
+	size_t off;
+	fnptr f;
+
+	ck_assert_uint_eq((sizeof *en - first) % sizeof f, 0);
+	for (off = first; off < sizeof *en; off += sizeof f) {
+		memcpy(&f, (const char *)en + off, sizeof f);
+		if (off >= up0 && off <= up1 && !has_upkeep)
+			ck_assert_msg(f == NULL, "%s: upkeep member at %zu set "
+			    "without upkeep_start", en->name, off);
+		else
+			ck_assert_msg(f != NULL, "%s: the operation at offset "
+			    "%zu is missing from its table", en->name, off);
+	}
+}
+
+START_TEST(engine_tables_are_complete)
+{
+	assert_engine_complete(&inbox_sqlite_engine, 1);
+#ifdef WEBHOOK_POSTGRESQL
+	assert_engine_complete(&inbox_pg_engine, 0);
+#endif
+}
+END_TEST
+
 static Suite *
 inbox_suite(void)
 {
@@ -2290,6 +2329,7 @@ inbox_suite(void)
 
 	tc = tcase_create("open");
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, engine_tables_are_complete);
 	tcase_add_test(tc, open_creates_schema);
 	tcase_add_test(tc, open_refuses_newer_schema);
 	tcase_add_test(tc, open_unopenable);

@@ -104,7 +104,7 @@ open_lease(int64_t lease_ns)
 static void
 setup(void)
 {
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	sql("SET client_min_messages = warning;"
 	    " DROP VIEW IF EXISTS events_held; DROP TABLE IF EXISTS events,"
 	    " objects, meta, cursors, history, runs, seen, leases, copied CASCADE",
@@ -170,7 +170,7 @@ drain_ids(struct inbox *c, const char *fail_id, int64_t now, char *out,
 		if (claim == INBOX_MARKED_STALE)
 			continue;
 		if (fail_id != NULL && strcmp(e.webhook_id, fail_id) == 0)
-			OK(inbox_finish_failed(c, &e, now, 3600 * SEC, 5, "boom",
+			OK(fixture_fail(c, &e, now, 3600 * SEC, 5, "boom",
 			    NULL, 0, &dead, &err));
 		else
 			OK(inbox_finish_done(c, &e, now, "ok", 2, &err));
@@ -436,7 +436,7 @@ START_TEST(verdicts_survive_a_crash_of_the_server)
 	OK(inbox_next_due(first, &cur, now, 0, 0, &e, &err));
 	OK(inbox_claim(first, &e, now, &claim, &err));
 	ck_assert_int_eq(claim, INBOX_CLAIMED);
-	OK(inbox_finish_failed(first, &e, now, SEC, 1, "boom", NULL, 0, &dead,
+	OK(fixture_fail(first, &e, now, SEC, 1, "boom", NULL, 0, &dead,
 	    &err));
 	ck_assert_int_eq(dead, 1);
 	ck_assert_int_eq(system(crash), 0);
@@ -500,7 +500,7 @@ START_TEST(expired_lease_taken_over_and_the_late_verdict_is_lost)
 	ck_assert_int_eq(inbox_finish_done(first, &e, now, NULL, 0, &err),
 	    INBOX_LOST);
 	ck_assert_ptr_nonnull(strstr(ERR, "lease"));
-	ck_assert_int_eq(inbox_finish_failed(first, &e, now, SEC, 5, "x", NULL,
+	ck_assert_int_eq(fixture_fail(first, &e, now, SEC, 5, "x", NULL,
 	    0, &dead, &err), INBOX_LOST);
 	ck_assert_int_eq(inbox_finish_stale(first, &e, now, &err), INBOX_LOST);
 	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"

@@ -82,7 +82,7 @@ static void
 call(struct refetch *r, const struct config *c, struct inbox_event *e,
     struct call *x)
 {
-	buf_init(&x->why, 4096);
+	buf_init(&x->why, BUF_ERR_MAX);
 	buf_init(&x->alarm, 4096);
 	x->res = refetch_event(r, NULL, c, e, &x->out, &x->retry_after_s,
 	    &x->why, &x->alarm);

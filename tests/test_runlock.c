@@ -45,7 +45,7 @@ START_TEST(take_contend_release)
 	struct stat st;
 	int fd, fd2, fd3;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	db_path(db, sizeof db, "take");
 	snprintf(lockpath, sizeof lockpath, "%s.drain-lock", db);
 	fd = runlock_try(db, &err);
@@ -75,7 +75,7 @@ START_TEST(databases_do_not_contend)
 	struct buf err;
 	int fa, fb;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	db_path(a, sizeof a, "one");
 	db_path(b, sizeof b, "two");
 	fa = runlock_try(a, &err);
@@ -97,7 +97,7 @@ START_TEST(inherited_by_child)
 	int fd, again, go[2], up[2], status;
 	pid_t pid;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	db_path(db, sizeof db, "inherit");
 	fd = runlock_try(db, &err);
 	ck_assert_msg(fd >= 0, "runlock_try: %d: %s", fd, err_text(&err));
@@ -148,7 +148,7 @@ START_TEST(lock_file_mode)
 
 	/* 0660 under the umask FIELD-NOTES asks of a shared setup. */
 	umask(002);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	db_path(db, sizeof db, "mode");
 	snprintf(lockpath, sizeof lockpath, "%s.drain-lock", db);
 	fd = runlock_try(db, &err);
@@ -167,7 +167,7 @@ START_TEST(symlink_refused)
 	int fd;
 
 	/* A planted symlink must not make us create or lock its target. */
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	db_path(db, sizeof db, "link");
 	snprintf(lockpath, sizeof lockpath, "%s.drain-lock", db);
 	snprintf(target, sizeof target, "%s.elsewhere", db);
@@ -185,7 +185,7 @@ START_TEST(missing_directory)
 	char db[256];
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	snprintf(db, sizeof db, "%s/no/such/dir/inbox.db", lockdir);
 	ck_assert_int_eq(runlock_try(db, &err), -1);
 	ck_assert_msg(contains(err_text(&err), db), "%s", err_text(&err));
@@ -223,7 +223,7 @@ START_TEST(unwritable_directory)
 		if (geteuid() == 0 && (setgid(65534) == -1 ||
 		    setuid(65534) == -1))
 			_exit(3);
-		buf_init(&err, 4096);
+		buf_init(&err, BUF_ERR_MAX);
 		fd = runlock_try(db, &err);
 		if (write(p[1], err_text(&err), strlen(err_text(&err))) < 0)
 			_exit(4);

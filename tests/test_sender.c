@@ -31,7 +31,7 @@ START_TEST(picks_the_body_and_a_fresh_id)
 	ck_assert_int_eq(strncmp(id, "msg_", 4), 0);
 	ck_assert_str_ne(id, sender_new_id(id2));
 	buf_init(&body, 1 << 20);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	/* A test event when asked, whatever the path. */
 	ck_assert_int_eq(sender_pick_body("/nonexistent", 1, 0, id, &body,
 	    &err), 0);

@@ -110,7 +110,7 @@ START_TEST(partial_config_checks_what_loaded)
 	    "max_body = lots\n", dir, CHECK_SECRET, dir);
 	ck_assert_int_eq(fclose(f), 0);
 	ck_assert_int_eq(chmod(path, 0600), 0);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_int_eq(config_load_all(path, &c, &err), -1);
 	ck_assert_ptr_nonnull(c.path);
 	ck_assert_ptr_null(c.database);

@@ -60,7 +60,7 @@ logged(const char *text)
 static void
 setup(void)
 {
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 }
 
 static void

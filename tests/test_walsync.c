@@ -78,7 +78,7 @@ open_ok(const char *db)
 	struct walsync *ws = NULL;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_msg(walsync_open(db, &ws, &err) == 0, "walsync_open: %s",
 	    err.data ? err.data : "");
 	buf_free(&err);
@@ -738,7 +738,7 @@ START_TEST(a_foreign_file_is_refused)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "not ours", 8), 8);
 	close(fd);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_int_eq(walsync_open(db, &ws, &err), -1);
 	ck_assert_ptr_null(ws);
 	ck_assert_msg(strstr(err.data, "wal-sync") != NULL, "%s", err.data);
@@ -785,7 +785,7 @@ START_TEST(an_existing_file_is_left_as_it_is)
 	snprintf(path, sizeof path, "%s.wal-sync", db);
 	ck_assert_int_eq(stat(path, &before), 0);
 	usleep(30000);		/* past the coarse clock inode times use */
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	ck_assert_msg(walsync_open_real(db, &ws, &err) == 0, "%s", err.data);
 	buf_free(&err);
 	ck_assert_int_eq(stat(path, &after), 0);

@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "lib/common/config.h"
+#include "lib/store/inbox.h"
 
 /* How a value is read. */
 enum kind {
@@ -280,7 +281,7 @@ set_string(struct parse *p, const struct key *k, const char *v)
 	/* `database` is a file, or a PostgreSQL inbox's libpq URI: that is
 	 * no path to resolve. */
 	if (k->kind == K_PATH && strcmp(k->name, "database") == 0 &&
-	    util_is_postgresql(v)) {
+	    !inbox_is_file(v)) {
 #ifndef WEBHOOK_POSTGRESQL
 		return fail(p, k->name, "a PostgreSQL inbox, but this binary "
 		    "was built without PostgreSQL (inbox backends: sqlite; "

@@ -497,10 +497,3 @@ util_path_inside(const char *dir, const char *path)
 		return 1;
 	return strncmp(rpath, rdir, n) == 0 && (rpath[n] == '/' || rpath[n] == '\0');
 }
-
-int
-util_is_postgresql(const char *database)
-{
-	return database != NULL && (strncmp(database, "postgresql://", 13) == 0 ||
-	    strncmp(database, "postgres://", 11) == 0);
-}

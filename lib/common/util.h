@@ -66,6 +66,13 @@ struct buf {
 };
 
 void	buf_init(struct buf *b, size_t cap);
+/*
+ * The cap of a buffer that holds one reason for a failure (the `err` of
+ * most calls): one line of a log or of cron's mail, naming a path or a
+ * URL and quoting a library's own words.  Longer ones are cut (buf_printf
+ * stops at the cap), never grown without bound by a hostile input.
+ */
+#define BUF_ERR_MAX	4096
 /* Append n bytes.  Returns 0, or -1 when it would pass cap (buffer unchanged)
  * or on allocation failure (errno ENOMEM); callers tell them apart by errno
  * (E2BIG for the cap). */
@@ -87,6 +94,13 @@ void	buf_free(struct buf *b);	/* frees; b may be reused after buf_init */
  * Returns out.
  */
 char	*util_escape(const char *s, size_t len, char *out, size_t outsz);
+/* The `out` size that holds n untrusted bytes escaped whole (each byte
+ * at worst \xHH) with the NUL. */
+#define UTIL_ESCAPED_SIZE(n)	(4 * (n) + 1)
+/* An event's id escaped for a message: a webhook-id of the most bytes the
+ * receiver accepts (WEBHOOK_ID_MAX, 256) escaped whole; longer ids (a
+ * sync's, a copied inbox's) are cut with "...". */
+#define UTIL_IDESC_SIZE		UTIL_ESCAPED_SIZE(256)
 
 /*
  * Edit distance between two short strings, case ignored: insertions,
@@ -140,9 +154,6 @@ int	util_path_resolve(const char *path, char out[PATH_MAX])
  */
 int	util_path_inside(const char *dir, const char *path);
 
-/* Does `database` name a PostgreSQL inbox (a libpq URI: postgresql:// or
- * postgres://) rather than a SQLite file?  Only the prefix is judged. */
-int	util_is_postgresql(const char *database);
 
 /* Wall clock, nanoseconds since the epoch (CLOCK_REALTIME, which libfaketime
  * moves in tests). */

@@ -159,7 +159,8 @@ print_group(FILE *f, const struct digest_group *g, int64_t max_attempts)
 static void
 print_next(FILE *f, const struct digest *d, const char *config_path)
 {
-	char q[1024], c[1100] = "";
+	char q[1024];		/* one quoted argument (digest_quote cuts) */
+	char c[sizeof q + 8] = "";	/* " -c " and a quoted path */
 
 	if (config_path != NULL) {
 		digest_quote(config_path, q, sizeof q);
@@ -210,7 +211,7 @@ ping_outcome(FILE *f, const struct config *c, const char *url, int failed,
 {
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (ping_send(c, url, failed, text, strlen(text), &err) == -1)
 		fprintf(f, "webhook-drain: ping %s: %s (the run's outcome is not "
 		    "affected)\n", url, err.data);

@@ -27,7 +27,7 @@ struct slot {
 						 * handler's stdin */
 	char			*fetched;	/* the refetched object, or NULL */
 	int			 refetched;	/* the API served it (counted) */
-	char			 idesc[1100];	/* the id, escaped for messages */
+	char			 idesc[UTIL_IDESC_SIZE];	/* the id, escaped for messages */
 	int			 busy;
 };
 
@@ -213,15 +213,17 @@ record_failure(struct run *run, struct slot *sl,
 	struct buf err;
 	enum inbox_status s;
 	int64_t delay;
-	int dead = 0, rc = 0;
+	struct inbox_failure f;
+	int rc = 0;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	delay = drain_retry_delay(run->c, e->failures);
 	if (retry_after_s * NS > delay)
 		delay = retry_after_s * NS;
-	s = inbox_finish_failed(run->ib, e, util_now_ns(), delay,
-	    run->c->max_attempts, r->error, r->output, r->output_len, &dead,
-	    &err);
+	f = (struct inbox_failure){ .now_ns = util_now_ns(), .retry_ns = delay,
+	    .max_attempts = run->c->max_attempts, .error = r->error,
+	    .output = r->output, .output_len = r->output_len };
+	s = inbox_finish_failed(run->ib, e, &f, &err);
 	if (s == INBOX_LOST) {
 		lost(run, sl);
 	} else if ((run->res->n.failed++, s != INBOX_OK)) {
@@ -229,9 +231,9 @@ record_failure(struct run *run, struct slot *sl,
 		    "%s", idesc, r->error, err.data);
 		rc = -1;
 	} else {
-		if (dead)
+		if (f.dead)
 			run->res->n.dead++;
-		tell(run, dead ? DRAIN_DEAD : DRAIN_RETRY, sl, r, e->failures + 1);
+		tell(run, f.dead ? DRAIN_DEAD : DRAIN_RETRY, sl, r, e->failures + 1);
 	}
 	buf_free(&err);
 	return rc;
@@ -247,7 +249,7 @@ record_verdict(struct run *run, struct slot *sl, const struct handler_result *r)
 
 	if (!handler_ok(r))
 		return record_failure(run, sl, r, 0);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	s = inbox_finish_done(run->ib, &sl->e, util_now_ns(), r->output,
 	    r->output_len, &err);
 	if (s == INBOX_LOST) {
@@ -276,7 +278,7 @@ start_handler(struct run *run, int i, const char *body, size_t len,
 	struct buf err;
 	int rc = 1;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((run->jobs[i] = handler_start(run->c->handler, body, len, env, nenv,
 	    run->c->handler_timeout_s * NS, &err)) == NULL) {
 		memset(&r, 0, sizeof r);
@@ -306,8 +308,8 @@ hand_out(struct run *run, int i, int stale)
 	int rc = 0;
 	size_t nenv;
 
-	buf_init(&err, 4096);
-	buf_init(&why, 4096);
+	buf_init(&err, BUF_ERR_MAX);
+	buf_init(&why, BUF_ERR_MAX);
 	buf_init(&alarm, 4096);
 	snprintf(attempt, sizeof attempt, "%lld", (long long)e->attempts);
 	util_escape(e->webhook_id, strlen(e->webhook_id), sl->idesc,
@@ -548,7 +550,7 @@ claim_loop(struct run *run, const struct drain_limits *lim, int64_t start)
 	enum inbox_claim claim;
 	int i, rc;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	memset(&run->cur, 0, sizeof run->cur);
 	for (;;) {
 		attend(run);
@@ -620,7 +622,7 @@ finish_run(struct run *run)
 	struct buf err;
 	char outcome[64];
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (!res->broken && inbox_purge(run->ib, util_now_ns(),
 	    run->c->retention_s * NS, &res->bodies, &res->rows, &err) != INBOX_OK) {
 		say(run->h, "retention: %s", err.data);
@@ -646,7 +648,7 @@ note_locked(const struct config *c, const struct drain_hooks *h)
 	struct inbox *ib;
 	struct buf err;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((ib = drain_inbox_open(c, &err)) == NULL ||
 	    inbox_note_lock(ib, util_now_ns(), 1, &err) != INBOX_OK)
 		say(h, "%s", err.data);
@@ -688,11 +690,11 @@ drain_run(const struct config *c, const struct drain_limits *lim,
 	}
 	for (i = 0; i < run.njobs; i++)
 		inbox_event_init(&run.slots[i].e);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	/* A PostgreSQL inbox is shared by any number of runs on any hosts
 	 * (leases keep them apart: store/inbox.h, inbox_claim); a SQLite one by
 	 * one run at a time. */
-	lock = util_is_postgresql(c->database) ? DRAIN_NO_RUNLOCK :
+	lock = !inbox_is_file(c->database) ? DRAIN_NO_RUNLOCK :
 	    runlock_try(c->database, &err);
 	if (lock == -2) {
 		note_locked(c, h);

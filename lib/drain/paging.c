@@ -177,7 +177,7 @@ walk_pages(struct walk *w, const char *base, const char *page, page_fn fn)
 	int rc = -1;
 
 	buf_init(&path, 16384);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (page != NULL && (cursor = strdup(page)) == NULL)
 		goto out;
 	for (;;) {
@@ -233,7 +233,7 @@ walk_store(struct walk *w, const char *after, const char *next, int nitems,
 	int64_t stored = 0;
 	int rc = 0;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (inbox_store_batch(w->ib, &store, &err) == INBOX_OK) {
 		stored = store.stored;
 	} else {
@@ -398,7 +398,7 @@ paging_sync(struct api *a, struct inbox *ib, const char *resource,
 
 	snprintf(cname, sizeof cname, "sync:%s", resource);
 	snprintf(what, sizeof what, "sync %s", resource);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&base, 8192);
 	if (walk_init(&w, what, a, ib, h, p) == -1)
 		goto out;

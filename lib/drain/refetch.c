@@ -59,7 +59,7 @@ fetch(struct refetch *r, const struct config *c, const struct inbox_event *e,
 	enum api_status as = API_BAD;
 
 	buf_init(&url, 4096);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if (r->api == NULL) {
 		if (r->open_failed || api_open(c, &r->api, &err) == -1) {
 			if (!r->open_failed)
@@ -122,7 +122,7 @@ refetch_event(struct refetch *r, struct inbox *ib, const struct config *c,
 	    (c->api_url == NULL && !config_wants_refetch(c, e->type,
 	    e->object_type)))
 		return REFETCH_NONE;
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_reset(why);
 	as = fetch(r, c, e, &obj, retry_after_s, why, alarm);
 	if (as == API_NOT_FOUND)

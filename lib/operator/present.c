@@ -422,7 +422,7 @@ present_drain_event(FILE *out, FILE *err, const struct drain_event *ev,
     int64_t max_attempts, int verbose)
 {
 	const struct inbox_event *e = ev->e;
-	char idesc[1100];
+	char idesc[UTIL_IDESC_SIZE];
 
 	util_escape(e->webhook_id, strlen(e->webhook_id), idesc, sizeof idesc);
 	switch (ev->outcome) {

@@ -74,7 +74,7 @@ signed_post(struct probe *p, const struct signature_key *key, int64_t size,
 	randombytes_buf(rnd, sizeof rnd);
 	sodium_bin2hex(id + 10, sizeof id - 10, rnd, sizeof rnd);
 	buf_init(&body, SENDER_BODY_MAX);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&a.body, 4096);
 	if (sender_sample_body(id, size, &body) == -1)
 		say(p, SETUP_FAIL, "%s: out of memory", what);

@@ -18,7 +18,6 @@
 #include "lib/operator/setup_check.h"
 #include "lib/receive/signature.h"
 #include "lib/common/util.h"
-#include "lib/store/sqlite/walsync.h"
 
 /* Shell syntax after which a command's words are no longer plain. */
 #define SHELLISH	"'\"$`\\(){};|&<>"
@@ -153,7 +152,7 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 		finding(k, SETUP_FAIL, "config", "%s is inside the document root "
 		    "%s, where anyone can download it — move it outside and "
 		    "point WEBHOOK_CONF at it", c->path, docroot);
-	if (c->database != NULL && !util_is_postgresql(c->database) &&
+	if (c->database != NULL && inbox_is_file(c->database) &&
 	    util_path_inside(docroot, c->database))
 		finding(k, SETUP_FAIL, "database", "%s is inside the document "
 		    "root %s — move it outside and update `database`",
@@ -215,16 +214,18 @@ check_database_dir(struct check *k, const char *database, const char *docroot)
 }
 
 /* The inbox opens (creating it if needed) in WAL mode and is writable, and
- * so is the counter page beside it (lib/store/sqlite/walsync.h), which this user's
- * processes must share with the others'. */
+ * so is what its writers share beside it (inbox_probe_shared: SQLite's
+ * counter page), which this user's processes must share with the
+ * others'. */
 static void
 check_database(struct check *k, const struct config *c)
 {
-	struct walsync *ws = NULL;
 	struct inbox *ib;
-	struct buf err;
+	struct buf err, what;
+	enum inbox_status s;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
+	buf_init(&what, BUF_ERR_MAX);
 	if ((ib = drain_inbox_open(c, &err)) == NULL) {
 		if (k->h->problem != NULL)
 			k->h->problem(k->h->arg, err.data);
@@ -242,17 +243,17 @@ check_database(struct check *k, const struct config *c)
 		    err.data);
 	else
 		finding(k, SETUP_OK, "database", "writable by this user");
+	s = inbox_probe_shared(ib, &what, &err);
 	inbox_close(ib);
-	if (walsync_open(c->database, &ws, &err) == 0)
-		finding(k, SETUP_OK, "wal-sync", "%s.wal-sync is shared",
-		    c->database);
-	else
+	if (s == INBOX_OK)
+		finding(k, SETUP_OK, "wal-sync", "%s is shared", what.data);
+	else if (s != INBOX_NOT_FOUND)
 		finding(k, SETUP_FAIL, "wal-sync", "%s — without it each process "
 		    "syncs the WAL alone and checkpoints outside the schedule "
 		    "that avoids SQLite's WAL-reset race (README, \"Two "
 		    "users\"): chmod 660 it and give both users its group, or "
 		    "remove it while no receiver runs", err.data);
-	walsync_close(ws);
+	buf_free(&what);
 	buf_free(&err);
 }
 
@@ -297,7 +298,7 @@ check_api(struct check *k, const struct config *c)
 	const char *ca;
 	char *token;
 
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((token = config_api_token(c, &err)) == NULL) {
 		finding(k, SETUP_FAIL, "api", "%s — put the token in a file only "
 		    "the cron user can read", err.data);
@@ -341,7 +342,7 @@ check_postgresql(struct check *k, const struct config *c)
 	char name[1024];
 
 	inbox_database_name(c->database, name, sizeof name);
-	buf_init(&err, 4096);
+	buf_init(&err, BUF_ERR_MAX);
 	if ((ib = drain_inbox_open(c, &err)) == NULL) {
 		finding(k, SETUP_FAIL, "database", "%s — check the URI, that the "
 		    "server runs and takes this user's connections (pg_hba.conf),"
@@ -405,13 +406,13 @@ setup_check_partial(const struct config *c, int errors, const char *docroot,
 			check_api(&k, c);
 		return;
 	}
-	if (util_is_postgresql(c->database))
+	if (!inbox_is_file(c->database))
 		check_postgresql(&k, c);
 	else
 		check_database_dir(&k, c->database, docroot);
 	/* Opening creates the inbox: never where a check already failed
 	 * (it made inbox.db inside public_html after saying to move it). */
-	if (util_is_postgresql(c->database))
+	if (!inbox_is_file(c->database))
 		;	/* opened above */
 	else if (n->fail > 0 && access(c->database, F_OK) == -1)
 		finding(&k, SETUP_WARN, "database", "%s not created or opened: "

@@ -77,16 +77,17 @@ record_failure(const struct config *c, struct inbox *ib,
     int64_t retry_after_s, struct trial_info *info, struct buf *err)
 {
 	int64_t now = util_now_ns(), delay = drain_retry_delay(c, e->failures);
-	int dead = 0;
+	struct inbox_failure f = { .now_ns = now, .max_attempts = c->max_attempts,
+	    .error = r->error, .output = r->output, .output_len = r->output_len };
 
 	if (retry_after_s * NS > delay)
 		delay = retry_after_s * NS;
-	if (inbox_finish_failed(ib, e, now, delay, c->max_attempts, r->error,
-	    r->output, r->output_len, &dead, err) != INBOX_OK)
+	f.retry_ns = delay;
+	if (inbox_finish_failed(ib, e, &f, err) != INBOX_OK)
 		return TRIAL_FAILED;
-	info->recorded = dead ? TRIAL_REC_DEAD : TRIAL_REC_RETRY;
+	info->recorded = f.dead ? TRIAL_REC_DEAD : TRIAL_REC_RETRY;
 	info->failures = (long long)e->failures + 1;
-	if (!dead && instant_format(now + delay, info->next_at) == -1)
+	if (!f.dead && instant_format(now + delay, info->next_at) == -1)
 		info->next_at[0] = '\0';
 	return TRIAL_RAN;
 }
@@ -185,7 +186,7 @@ trial_event(const struct config *c, const char *id, int record,
 	/* --record writes as a run: never beside one (the lock is inherited
 	 * by the handler, as a run's is).  A PostgreSQL inbox has no run
 	 * lock: its claim takes the object's lease, as a run's does. */
-	if (record && !util_is_postgresql(c->database) &&
+	if (record && inbox_is_file(c->database) &&
 	    (lock = runlock_try(c->database, err)) < 0) {
 		st = lock == -2 ? TRIAL_LOCKED : TRIAL_FAILED;
 		goto out;

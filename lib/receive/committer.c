@@ -1,6 +1,7 @@
 /*
- * committer: leader-based group commit and a background checkpointer.
- * See receive/committer.h.
+ * committer: leader-based group commit, with the store's background
+ * upkeep beside it (lib/store/inbox.h, inbox_upkeep_start).  See
+ * lib/receive/committer.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +11,6 @@
 #include <time.h>
 
 #include "lib/receive/committer.h"
-#include "lib/store/sqlite/private.h"
 
 /* One waiting delivery; lives on its request thread's stack.  The thread
  * sleeps on its own semaphore (wake) until a leader has set `role`:
@@ -60,69 +60,16 @@ struct committer {
 	int		 broken;	/* reopen the writer (leader only) */
 	struct inbox	*writer;	/* used by the leader only */
 
-	pthread_t	 ckpt_thread;
-	int		 ckpt_started;
-	pthread_cond_t	 ckpt_cv;	/* the WAL grew, or stop */
-	int		 ckpt_stop;
-	int		 wal_frames;	/* writer's WAL size, for the checkpointer */
-	struct inbox	*checkpointer;	/* used by the checkpointer thread only */
+	struct inbox_upkeep *upkeep;	/* the store's, NULL when none */
 	char		*path;
 	struct inbox_options wo;	/* the writer's, to reopen it */
-	struct inbox_options co;	/* the checkpointer's, likewise */
-	int		 sqlite;	/* a SQLite inbox (WAL checkpoints) */
 };
-
-static void *
-checkpointer_main(void *arg)
-{
-	struct committer *cm = arg;
-	struct buf err;
-
-	buf_init(&err, 4096);
-	pthread_mutex_lock(&cm->mu);
-	while (!cm->ckpt_stop) {
-		struct timespec until;
-		int frames = cm->wal_frames;
-
-		pthread_mutex_unlock(&cm->mu);
-		/* The inbox replaced or truncated under us (one stat a second):
-		 * a connection still open on the old files would keep the new
-		 * inbox from being set up (WAL mode needs every other
-		 * connection gone), so reopen at the path; the writer closed
-		 * its own when its batch failed. */
-		if (cm->checkpointer != NULL && !ib_same_files(cm->checkpointer)) {
-			inbox_close(cm->checkpointer);
-			cm->checkpointer = NULL;
-		}
-		if (cm->checkpointer == NULL &&
-		    inbox_open(cm->path, &cm->co, &cm->checkpointer, &err) != INBOX_OK)
-			log_msg("inbox: checkpointer: %s", err.data);
-		/* Usually a look at the shared page and nothing more; whichever
-		 * receiver process is writing takes the turn when one is due
-		 * (inbox_wal_checkpoint_turn: one at a time, SQLite's WAL-reset
-		 * race). */
-		if (cm->checkpointer != NULL &&
-		    inbox_wal_checkpoint_turn(cm->checkpointer, frames, &err) != INBOX_OK)
-			log_msg("inbox: %s", err.data);
-		pthread_mutex_lock(&cm->mu);
-		if (cm->ckpt_stop)
-			break;
-		/* Woken by a leader after each commit; the timeout lets an idle
-		 * process take a turn for the others' commits too. */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		pthread_cond_timedwait(&cm->ckpt_cv, &cm->mu, &until);
-	}
-	pthread_mutex_unlock(&cm->mu);
-	buf_free(&err);
-	return NULL;
-}
 
 enum inbox_status
 committer_open(const char *path, const struct inbox_options *o,
     struct committer **out, struct buf *err)
 {
-	struct inbox_options wo = *o, co = *o;
+	struct inbox_options wo = *o;
 	struct committer *cm;
 	enum inbox_status s;
 
@@ -134,33 +81,18 @@ committer_open(const char *path, const struct inbox_options *o,
 		return INBOX_FAILED;
 	}
 	pthread_mutex_init(&cm->mu, NULL);
-	pthread_cond_init(&cm->ckpt_cv, NULL);
 	cm->tail = &cm->head;
 	wo.group_commit = 1;
 	cm->wo = wo;
-	co.group_commit = 0;
-	co.synchronous = INBOX_SYNC_FULL;
-	cm->co = co;
 	/* o->deadline is the first request's, for these opens only: the
 	 * reopens take the deadline of the batch they serve. */
-	cm->wo.deadline = cm->co.deadline = 0;
+	cm->wo.deadline = 0;
 	if ((s = inbox_open(path, &wo, &cm->writer, err)) != INBOX_OK)
 		goto fail;
-	/* Without group commit (synchronous=NORMAL) the writer checkpoints
-	 * by itself like any SQLite connection; no thread needed.  A
-	 * PostgreSQL server checkpoints by itself too. */
-	cm->sqlite = !util_is_postgresql(path);
-	if (cm->sqlite && o->group_commit && o->synchronous == INBOX_SYNC_FULL) {
-		if ((s = inbox_open(path, &co, &cm->checkpointer, err)) != INBOX_OK)
-			goto fail;
-		if (pthread_create(&cm->ckpt_thread, NULL, checkpointer_main, cm) != 0) {
-			buf_reset(err);
-			(void)buf_printf(err, "%s: cannot start the checkpointer", path);
-			s = INBOX_FAILED;
-			goto fail;
-		}
-		cm->ckpt_started = 1;
-	}
+	/* With the caller's options: the store decides whether they need
+	 * any (a writer without group commit keeps itself). */
+	if ((s = inbox_upkeep_start(path, o, &cm->upkeep, err)) != INBOX_OK)
+		goto fail;
 	*out = cm;
 	return INBOX_OK;
 fail:
@@ -173,16 +105,8 @@ committer_close(struct committer *cm)
 {
 	if (cm == NULL)
 		return;
-	if (cm->ckpt_started) {
-		pthread_mutex_lock(&cm->mu);
-		cm->ckpt_stop = 1;
-		pthread_cond_signal(&cm->ckpt_cv);
-		pthread_mutex_unlock(&cm->mu);
-		pthread_join(cm->ckpt_thread, NULL);
-	}
-	inbox_close(cm->checkpointer);
+	inbox_upkeep_stop(cm->upkeep);
 	inbox_close(cm->writer);
-	pthread_cond_destroy(&cm->ckpt_cv);
 	pthread_mutex_destroy(&cm->mu);
 	free(cm->path);
 	free(cm);
@@ -330,10 +254,8 @@ committer_store(struct committer *cm, const struct inbox_delivery *d,
 			next_leader->role = LEAD;
 		else
 			cm->busy = 0;
-		if (cm->writer != NULL && cm->sqlite)
-			cm->wal_frames = inbox_wal_frames(cm->writer);
-		if (cm->ckpt_started)
-			pthread_cond_signal(&cm->ckpt_cv);
+		/* Before the next leader is woken: cm->writer is still ours. */
+		inbox_upkeep_note(cm->upkeep, cm->writer);
 		pthread_mutex_unlock(&cm->mu);
 
 		/* The next leader first: its batch is already waiting.  Read

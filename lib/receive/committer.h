@@ -13,13 +13,11 @@
  * queue up for the next leader, so the batch grows with the load and a
  * lone request waits for nobody.
  *
- * A checkpointer thread with its own connection (synchronous=FULL) takes
- * the checkpoint turns (inbox_wal_checkpoint_turn, store/sqlite/private.h) after the leader's commits,
- * and once a second when idle: the WAL stays bounded and no request ever
- * waits for a checkpoint.  (A checkpoint must sync the database file
- * before the WAL can be reused; the writer connection, which commits
- * without syncing, never checkpoints: its auto-checkpoint is replaced by
- * a wal hook.)
+ * Beside it runs the store's background upkeep (lib/store/inbox.h,
+ * inbox_upkeep_start), told after each of the leader's commits: for a
+ * SQLite inbox a checkpointer thread with a connection of its own
+ * (lib/store/sqlite/checkpointer.c), so that the WAL stays bounded and no
+ * request ever waits for a checkpoint.
  */
 #ifndef WEBHOOK_COMMITTER_H
 #define WEBHOOK_COMMITTER_H
@@ -34,15 +32,15 @@
 struct committer;
 
 /*
- * Open the inbox at `path` twice (writer with group commit, checkpointer)
- * and start the checkpointer thread.  Returns INBOX_OK and *out (free with
- * committer_close), or the inbox's status with the reason in err.
+ * Open the inbox at `path` (the writer, with group commit) and start the
+ * store's upkeep.  Returns INBOX_OK and *out (free with committer_close),
+ * or the inbox's status with the reason in err.
  */
 enum inbox_status committer_open(const char *path, const struct inbox_options *o,
 	    struct committer **out, struct buf *err)
 	    __attribute__((warn_unused_result));
 
-/* Stop the checkpointer, close both connections.  No committer_store may be
+/* Stop the upkeep, close the writer.  No committer_store may be
  * running.  Accepts NULL. */
 void	committer_close(struct committer *cm);
 

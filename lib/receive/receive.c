@@ -45,7 +45,7 @@ receive_init(struct receive *rv)
 {
 	buf_init(&rv->body, 0);
 	buf_init(&rv->sigs, SIGNATURE_HEADER_MAX + 1);
-	buf_init(&rv->err, 4096);
+	buf_init(&rv->err, BUF_ERR_MAX);
 }
 
 void

@@ -159,7 +159,7 @@ check_docroot(struct site *st, const char *docroot)
 	st->docroot_problem = NULL;
 	if (*docroot != '\0' && util_path_inside(docroot, st->conf.path))
 		st->docroot_problem = "the config file";
-	else if (*docroot != '\0' && !util_is_postgresql(st->conf.database) &&
+	else if (*docroot != '\0' && inbox_is_file(st->conf.database) &&
 	    util_path_inside(docroot, st->conf.database))
 		st->docroot_problem = "the database";
 	if (st->docroot_problem != NULL)

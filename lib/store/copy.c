@@ -394,10 +394,11 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 		INBOX_RUNS,
 	};
 	struct job j;
-	size_t n, k, rows = o->batch_rows ? o->batch_rows : COPY_BATCH_ROWS;
+	size_t k, rows = o->batch_rows ? o->batch_rows : COPY_BATCH_ROWS;
 	size_t bytes = o->batch_bytes ? o->batch_bytes : COPY_BATCH_BYTES;
 	int64_t left = 0;
-	int full, rc = 0;
+	struct inbox_page want;
+	int rc = 0;
 
 	memset(r, 0, sizeof *r);
 	memset(&j, 0, sizeof j);
@@ -415,13 +416,15 @@ copy_run(struct inbox *src, struct inbox *dst, const struct copy_options *o,
 		j.t = order[k];
 		after_free(&j);
 		do {
-			if (inbox_table_read(src, j.t, j.has_after ? j.after : NULL,
-			    rows, bytes, page, &j, &n, &full, err) != INBOX_OK ||
-			    j.failed) {
+			want = (struct inbox_page){ .t = j.t,
+			    .after = j.has_after ? j.after : NULL,
+			    .max_rows = rows, .max_bytes = bytes };
+			if (inbox_table_read(src, &want, page, &j, err) !=
+			    INBOX_OK || j.failed) {
 				rc = -1;
 				break;
 			}
-		} while (n == rows || full);
+		} while (want.n == rows || want.full);
 	}
 	after_free(&j);
 	if (rc == -1) {
@@ -455,7 +458,7 @@ copy_open_destination(const struct config *c, const char *to, int dry,
 		return 1;
 	/* A PostgreSQL inbox named by the same URI (another spelling of the
 	 * same database is not caught: its copy changes nothing). */
-	if (util_is_postgresql(to) && strcmp(c->database, to) == 0)
+	if (!inbox_is_file(to) && strcmp(c->database, to) == 0)
 		return 1;
 	if (dry && strstr(to, "://") == NULL && access(to, F_OK) == -1)
 		return 0;

@@ -2,12 +2,13 @@
  * inbox: the event store (DESIGN.md "The inbox", "The drainer").
  *
  * This interface speaks of events, states and filters only — never of a
- * database's handles, settings or query text — so that another
- * implementation can sit behind it.  The SQLite one is lib/store/sqlite/engine.c,
- * lib/store/sqlite/rules.c, lib/store/sqlite/ops.c, lib/store/sqlite/history.c, lib/store/sqlite/wal.c
- * and lib/store/sqlite/copy.c, with what only they share in lib/store/sqlite/private.h;
- * the PostgreSQL one (docs/postgresql.md) is lib/inbox_pg*.c with
- * lib/store/postgresql/private.h.  lib/store/inbox.c hands each call to the one the
+ * database's handles, settings or query text — so that two engines sit
+ * behind it: SQLite (lib/store/sqlite/) and PostgreSQL (lib/store/
+ * postgresql/, docs/postgresql.md), each a table of operations
+ * (lib/store/engine.h) filled in its engine.c, with files named alike on
+ * both sides: engine.c (connection, schema, storing), rules.c (order,
+ * hold, stale, claims, verdicts), ops.c (the operator's commands),
+ * history.c, copy.c.  lib/store/inbox.c hands each call to the engine the
  * inbox was opened with.
  *
  * Every write is one short explicit transaction that takes the write lock
@@ -22,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/receive/event.h"
 #include "lib/common/instant.h"
@@ -103,6 +105,21 @@ const char *inbox_backends(void);
 void	inbox_database_name(const char *database, char *out, size_t outsz);
 /* The backend an open inbox uses: "sqlite" or "postgresql". */
 const char *inbox_backend_name(const struct inbox *ib);
+/*
+ * Does `database` (the config's value) name a file on this machine (a
+ * SQLite inbox: the document-root guard, file modes and the run lock
+ * apply to it), rather than a database server (a libpq URI,
+ * postgresql:// or postgres://)?  The one place that reads the name's
+ * form: lib/store/inbox.c chooses the engine by it, and callers outside
+ * lib/store/ ask here.  Inline so that the config parser, which resolves
+ * a file's path, can ask without linking the store.
+ */
+static inline int
+inbox_is_file(const char *database)
+{
+	return database == NULL || (strncmp(database, "postgresql://", 13) != 0 &&
+	    strncmp(database, "postgres://", 11) != 0);
+}
 
 /*
  * PostgreSQL (`path` a libpq URI, util_is_postgresql): connect within
@@ -150,6 +167,24 @@ int	inbox_schema_version(void);
  * (harmless: the next call tries again).
  */
 enum inbox_status inbox_maintain(struct inbox *ib, struct buf *err);
+
+/*
+ * Background upkeep for a long-lived process whose many threads store
+ * through one writer connection (the receiver's committer): what the
+ * engine needs done off the request path to stay bounded (SQLite: WAL
+ * checkpoint turns on a connection and a thread of their own,
+ * docs/checkpoints.md; a database server needs none).  inbox_upkeep_start
+ * returns INBOX_OK with *out NULL when there is nothing to do, else the
+ * upkeep to tell after each commit of `writer` (inbox_upkeep_note: cheap,
+ * never blocks on I/O) and to stop (joins its thread, closes its
+ * connection).  Both accept NULL.
+ */
+struct inbox_upkeep;
+enum inbox_status inbox_upkeep_start(const char *database,
+	    const struct inbox_options *o, struct inbox_upkeep **out,
+	    struct buf *err) __attribute__((warn_unused_result));
+void	inbox_upkeep_note(struct inbox_upkeep *up, const struct inbox *writer);
+void	inbox_upkeep_stop(struct inbox_upkeep *up);
 
 /* A verified delivery, as the receiver stores it. */
 struct inbox_delivery {
@@ -272,19 +307,29 @@ enum inbox_status inbox_claim(struct inbox *ib, struct inbox_event *e,
 
 /*
  * Record the handler's verdict in one transaction.  Done: state 'done',
- * the object's clocks advanced (never moved back).  Failed: failures + 1;
- * `dead` when failures reaches max_attempts, else next_at = now + retry_ns.
- * `error` is a short reason, `output`/`output_len` the tail of the
- * handler's output (both may be NULL).  *dead tells whether it just died.
+ * the object's clocks advanced (never moved back); `output`/`output_len`
+ * the tail of the handler's output (may be NULL).  Failed: see
+ * struct inbox_failure.
  */
 enum inbox_status inbox_finish_done(struct inbox *ib, const struct inbox_event *e,
 	    int64_t now_ns, const void *output, size_t output_len,
 	    struct buf *err) __attribute__((warn_unused_result));
+
+/* A failed hand-out as inbox_finish_failed records it: failures + 1; the
+ * event dies when failures reaches max_attempts, else its next attempt is
+ * due at now_ns + retry_ns. */
+struct inbox_failure {
+	int64_t		 now_ns;	/* when the verdict was reached */
+	int64_t		 retry_ns;	/* backoff before the next attempt, ≥ 0 */
+	int64_t		 max_attempts;	/* failures that make it dead, ≥ 1 */
+	const char	*error;		/* short reason ("exit 1"); may be NULL */
+	const void	*output;	/* tail of the handler's output; may be NULL */
+	size_t		 output_len;
+	int		 dead;		/* out: this failure made it dead */
+};
 enum inbox_status inbox_finish_failed(struct inbox *ib,
-	    const struct inbox_event *e, int64_t now_ns, int64_t retry_ns,
-	    int64_t max_attempts, const char *error, const void *output,
-	    size_t output_len, int *dead, struct buf *err)
-	    __attribute__((warn_unused_result));
+	    const struct inbox_event *e, struct inbox_failure *f,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /*
  * The event was claimed, but what it would hand out is older than what was
@@ -422,6 +467,18 @@ enum inbox_status inbox_status_report(struct inbox *ib,
  */
 enum inbox_status inbox_probe_write(struct inbox *ib, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * For `check`: can this user open what every process that writes the
+ * inbox shares beside it?  For SQLite, the page of WAL sync and
+ * checkpoint counters (<database>.wal-sync, lib/store/sqlite/walsync.h):
+ * without it each process syncs alone and checkpoints outside the
+ * schedule that avoids SQLite's WAL-reset race.  INBOX_OK with its name
+ * in `what`; INBOX_NOT_FOUND when the engine shares no such file (a
+ * database server); INBOX_FAILED with the reason in err.
+ */
+enum inbox_status inbox_probe_shared(struct inbox *ib, struct buf *what,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /* A run found the run lock held (busy = 1: remember since when, unless
  * already set) or took it (busy = 0: forget).  For status. */
@@ -567,24 +624,33 @@ struct inbox_value {
 };
 
 /*
- * Read up to max_rows rows of table t whose key sorts after `after` (its
- * nkey values; NULL: from the first row), in key order, stopping early
- * once max_bytes of TEXT and BLOB values were read (at least one row).
- * The page is read in one short read transaction that ends before fn is
- * called once with the whole page (rows: n × ncols values, valid during
+ * One page of a table, as inbox_table_read reads it: up to max_rows rows
+ * of table t whose key sorts after `after` (its nkey values; NULL: from
+ * the first row), in key order, stopping early once max_bytes of TEXT and
+ * BLOB values were read (at least one row).  Out: n, the rows read; fewer
+ * than max_rows with full 0 means the table ended; full = 1 when the byte
+ * bound cut the page.
+ */
+struct inbox_page {
+	enum inbox_table	 t;
+	const struct inbox_value *after;
+	size_t			 max_rows;	/* ≥ 1 */
+	size_t			 max_bytes;
+	size_t			 n;		/* out */
+	int			 full;		/* out */
+};
+/*
+ * Read page pg (above) in one short read transaction that ends before fn
+ * is called once with the whole page (rows: n × ncols values, valid during
  * the call only; not called for an empty page): a caller that writes
  * elsewhere meanwhile never pins this inbox's snapshot.  fn returns 0, or
  * -1 to report a failure of its own (this call then still returns
- * INBOX_OK; the caller keeps its reason).  *n = rows read; fewer than
- * max_rows with *full 0 means the table ended; *full = 1 when the byte
- * bound cut the page.  Returns INBOX_OK or BUSY/FAILED with the reason in
- * err.
+ * INBOX_OK; the caller keeps its reason).  Returns INBOX_OK or BUSY/FAILED
+ * with the reason in err.
  */
-enum inbox_status inbox_table_read(struct inbox *ib, enum inbox_table t,
-	    const struct inbox_value *after, size_t max_rows, size_t max_bytes,
+enum inbox_status inbox_table_read(struct inbox *ib, struct inbox_page *pg,
 	    int (*fn)(const struct inbox_value *rows, size_t n, void *arg),
-	    void *arg, size_t *n, int *full, struct buf *err)
-	    __attribute__((warn_unused_result));
+	    void *arg, struct buf *err) __attribute__((warn_unused_result));
 
 /*
  * What a merge callback decided for one incoming row.  On INBOX_MERGE_PUT

@@ -222,11 +222,15 @@ copy_deadline(struct inbox_pg *ib)
 /* ---- reading a page --------------------------------------------------------- */
 
 enum inbox_status
-inbox_pg_table_read(struct inbox *pib, enum inbox_table t,
-    const struct inbox_value *after, size_t max_rows, size_t max_bytes,
+inbox_pg_table_read(struct inbox *pib, struct inbox_page *want,
     int (*fn)(const struct inbox_value *, size_t, void *), void *arg,
-    size_t *n, int *full, struct buf *err)
+    struct buf *err)
 {
+	enum inbox_table t = want->t;
+	const struct inbox_value *after = want->after;
+	size_t max_rows = want->max_rows, max_bytes = want->max_bytes;
+	size_t *n = &want->n;
+	int *full = &want->full;
 	struct inbox_pg *ib = PG(pib);
 	const struct inbox_table_info *ti = inbox_table_info(t);
 	struct inbox_value *rows = NULL, last;

@@ -297,7 +297,7 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 		(void)buf_printf(err, "database: out of memory");
 		return INBOX_FAILED;
 	}
-	ib->head.be = &inbox_pg_backend;
+	ib->head.engine = &inbox_pg_engine;
 	if ((ib->name = redacted_name(uri, err)) == NULL) {
 		free(ib);
 		return INBOX_FAILED;
@@ -627,11 +627,41 @@ inbox_pg_cursor_get(struct inbox *pib, const char *name, char **updated_after,
 	return INBOX_OK;
 }
 
-const struct inbox_backend inbox_pg_backend = {
+/* The engine's table (store/engine.h): every operation, in its order. */
+const struct inbox_engine inbox_pg_engine = {
 	.name = "postgresql",
 	.open = inbox_pg_open,
 	.close = inbox_pg_close,
-	INBOX_OPS(INBOX_OP_ENTRY_pg)
+	.maintain = inbox_pg_maintain,
+	.store = inbox_pg_store,
+	.store_batch = inbox_pg_store_batch,
+	.cursor_get = inbox_pg_cursor_get,
+	.next_due = inbox_pg_next_due,
+	.claim = inbox_pg_claim,
+	.finish_done = inbox_pg_finish_done,
+	.finish_failed = inbox_pg_finish_failed,
+	.finish_stale = inbox_pg_finish_stale,
+	.is_stale = inbox_pg_is_stale,
+	.list = inbox_pg_list,
+	.count = inbox_pg_count,
+	.requeue = inbox_pg_requeue,
+	.forget = inbox_pg_forget,
+	.purge = inbox_pg_purge,
+	.status_report = inbox_pg_status_report,
+	.probe_write = inbox_pg_probe_write,
+	.probe_shared = inbox_pg_probe_shared,
+	.server_facts = inbox_pg_server_facts,
+	.note_lock = inbox_pg_note_lock,
+	.note_run = inbox_pg_note_run,
+	.history_add = inbox_pg_history_add,
+	.history_read = inbox_pg_history_read,
+	.runs_read = inbox_pg_runs_read,
+	.queue_now = inbox_pg_queue_now,
+	.dead_latest = inbox_pg_dead_latest,
+	.blocked_list = inbox_pg_blocked_list,
+	.table_read = inbox_pg_table_read,
+	.table_merge = inbox_pg_table_merge,
+	.table_holds = inbox_pg_table_holds,
 };
 
 #endif /* WEBHOOK_POSTGRESQL */

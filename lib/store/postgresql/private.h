@@ -1,17 +1,18 @@
 /*
- * inbox_pg: what the PostgreSQL implementation of store/inbox.h shares between
- * its files (docs/postgresql.md).  PRIVATE: include it only from
- * lib/inbox_pg*.c.
+ * postgresql/private.h: what the PostgreSQL engine of store/inbox.h
+ * shares between its files (docs/postgresql.md).  PRIVATE: include it
+ * only from lib/store/postgresql/*.c and the unit tests.
  *
- *   lib/store/postgresql/engine.c        the connection (open with a deadline, the
- *                         schema, synchronous_commit, warnings), storing,
- *                         cursors
- *   lib/store/postgresql/statements.c     statements with a deadline, parameters, reading
- *                         rows: the helpers below (px_*)
- *   lib/store/postgresql/rules.c  order, hold, stale and leases: due events,
- *                         claims, verdicts, list
- *   lib/store/postgresql/ops.c    the operator's commands, retention, status,
- *                         history
+ *   engine.c        the connection (open with a deadline, the schema,
+ *                   synchronous_commit, warnings), storing, cursors, the
+ *                   engine's table
+ *   statements.c    statements with a deadline, parameters, reading rows:
+ *                   the helpers below (px_*)
+ *   rules.c         order, hold, stale and leases: due events, claims,
+ *                   verdicts, list
+ *   ops.c           the operator's commands, retention, status
+ *   history.c       history and the queue's shape, for the report
+ *   copy.c          tables in their portable form, for `copy`
  *
  * Every statement is sent and waited for with a deadline (px_query): a
  * server that stops answering costs the caller its deadline, never a hang;
@@ -25,15 +26,94 @@
 #include "lib/store/inbox.h"
 #include "lib/store/engine.h"
 
-INBOX_OPS(INBOX_OP_PROTO_pg)
-enum inbox_status inbox_pg_open(const char *uri,
+/* ---- the engine's operations (store/engine.h), by the file that has them.
+ * Each keeps the contract of the function of the same name in
+ * store/inbox.h. */
+/* postgresql/engine.c */
+enum inbox_status inbox_pg_open(const char *database,
 	    const struct inbox_options *o, struct inbox **out, struct buf *err);
 void	inbox_pg_close(struct inbox *ib);
+enum inbox_status inbox_pg_store(struct inbox *ib,
+	    const struct inbox_delivery *d, struct buf *err);
+enum inbox_status inbox_pg_store_batch(struct inbox *ib, struct inbox_batch *b,
+	    struct buf *err);
+enum inbox_status inbox_pg_cursor_get(struct inbox *ib, const char *name,
+	    char **updated_after, char **page, struct buf *err);
+enum inbox_status inbox_pg_maintain(struct inbox *ib, struct buf *err);
+/* postgresql/rules.c */
+enum inbox_status inbox_pg_next_due(struct inbox *ib, struct inbox_cursor *cur,
+	    int64_t now_ns, int64_t settle_ns, int64_t future_ns,
+	    struct inbox_event *e, struct buf *err);
+enum inbox_status inbox_pg_claim(struct inbox *ib, struct inbox_event *e,
+	    int64_t now_ns, enum inbox_claim *claim, struct buf *err);
+enum inbox_status inbox_pg_finish_done(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, const void *output,
+	    size_t output_len, struct buf *err);
+enum inbox_status inbox_pg_finish_failed(struct inbox *ib,
+	    const struct inbox_event *e, struct inbox_failure *f,
+	    struct buf *err);
+enum inbox_status inbox_pg_finish_stale(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, struct buf *err);
+enum inbox_status inbox_pg_is_stale(struct inbox *ib,
+	    const struct inbox_event *e, int *stale, struct buf *err);
+enum inbox_status inbox_pg_list(struct inbox *ib, const struct inbox_filter *f,
+	    int with_body, int (*fn)(const struct inbox_event *, void *),
+	    void *arg, struct buf *err);
+/* postgresql/ops.c */
+enum inbox_status inbox_pg_count(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t *n, struct buf *err);
+enum inbox_status inbox_pg_requeue(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t now_ns, int64_t *n,
+	    struct buf *err);
+enum inbox_status inbox_pg_forget(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t *n, struct buf *err);
+enum inbox_status inbox_pg_purge(struct inbox *ib, int64_t now_ns,
+	    int64_t retention_ns, int64_t *bodies, int64_t *rows,
+	    struct buf *err);
+enum inbox_status inbox_pg_status_report(struct inbox *ib,
+	    struct inbox_status_report *r, struct buf *err);
+enum inbox_status inbox_pg_probe_write(struct inbox *ib, struct buf *err);
+enum inbox_status inbox_pg_probe_shared(struct inbox *ib,
+	    struct buf *what, struct buf *err);
+enum inbox_status inbox_pg_server_facts(struct inbox *ib,
+	    struct inbox_server_facts *f, struct buf *err);
+enum inbox_status inbox_pg_note_lock(struct inbox *ib, int64_t now_ns,
+	    int busy, struct buf *err);
+enum inbox_status inbox_pg_note_run(struct inbox *ib, int64_t now_ns,
+	    const char *outcome, struct buf *err);
+/* postgresql/history.c */
+enum inbox_status inbox_pg_history_add(struct inbox *ib,
+	    const struct history_delta *d, size_t n,
+	    const struct inbox_run_record *run, int64_t now_ns,
+	    struct buf *err);
+enum inbox_status inbox_pg_history_read(struct inbox *ib, int64_t since_s,
+	    int (*fn)(const struct inbox_history_row *, void *), void *arg,
+	    struct buf *err);
+enum inbox_status inbox_pg_runs_read(struct inbox *ib, int64_t since_ns,
+	    int (*fn)(const struct inbox_run_record *, void *), void *arg,
+	    struct buf *err);
+enum inbox_status inbox_pg_queue_now(struct inbox *ib, int64_t now_ns,
+	    struct inbox_queue *q, struct buf *err);
+enum inbox_status inbox_pg_dead_latest(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_event *, const char *, void *),
+	    void *arg, struct buf *err);
+enum inbox_status inbox_pg_blocked_list(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
+	    struct buf *err);
+/* postgresql/copy.c */
+enum inbox_status inbox_pg_table_read(struct inbox *ib, struct inbox_page *pg,
+	    int (*fn)(const struct inbox_value *, size_t, void *), void *arg,
+	    struct buf *err);
+enum inbox_status inbox_pg_table_merge(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *rows, size_t n, inbox_merge_fn fn,
+	    void *arg, int dry, int64_t *put, struct buf *err);
+int	inbox_pg_table_holds(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *row, struct buf *why);
 
 #define PX_PREPARED_MAX	48
 
 struct inbox_pg {
-	struct inbox_head head;		/* first: the backend (store/engine.h) */
+	struct inbox_head head;		/* first: the engine (store/engine.h) */
 	PGconn		*conn;
 	char		*name;		/* the database for messages, no password */
 	int64_t		 busy_timeout_ns;

@@ -437,8 +437,7 @@ inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
 
 enum inbox_status
 inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
-    int64_t now_ns, int64_t retry_ns, int64_t max_attempts, const char *error,
-    const void *output, size_t output_len, int *dead, struct buf *err)
+    struct inbox_failure *f, struct buf *err)
 {
 	struct inbox_pg *ib = PG(pib);
 	struct px_params p = { 0 };
@@ -446,14 +445,14 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	PGresult *r = NULL;
 	enum inbox_status s;
 
-	*dead = 0;
+	f->dead = 0;
 	bind_fence(ib, &p, e);
 	px_raw(&p, e->webhook_id);
-	px_text(&p, error);
-	bind_output(&p, output, output_len);
-	px_int(&p, max_attempts, max);
-	if (px_instant(&p, now_ns, now) == -1 ||
-	    px_instant(&p, now_ns + retry_ns, next) == -1)
+	px_text(&p, f->error);
+	bind_output(&p, f->output, f->output_len);
+	px_int(&p, f->max_attempts, max);
+	if (px_instant(&p, f->now_ns, now) == -1 ||
+	    px_instant(&p, f->now_ns + f->retry_ns, next) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "recording a failure",
 		    "clock out of range");
 	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET"
@@ -472,7 +471,7 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	    " SELECT EXISTS (SELECT 1 FROM l), coalesce((SELECT dead FROM u),"
 	    "  false)", &p, &r, "recording a failure", err)) != INBOX_OK)
 		return s;
-	*dead = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	f->dead = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
 	PQclear(r);
 	return INBOX_OK;
 }

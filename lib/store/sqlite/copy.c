@@ -173,11 +173,15 @@ page_add(struct page *pg, sqlite3_stmt *st, int ncols, size_t *bytes)
 }
 
 enum inbox_status
-inbox_sqlite_table_read(struct inbox *ib, enum inbox_table t,
-    const struct inbox_value *after, size_t max_rows, size_t max_bytes,
+inbox_sqlite_table_read(struct inbox *ib, struct inbox_page *want,
     int (*fn)(const struct inbox_value *, size_t, void *), void *arg,
-    size_t *n, int *full, struct buf *err)
+    struct buf *err)
 {
+	enum inbox_table t = want->t;
+	const struct inbox_value *after = want->after;
+	size_t max_rows = want->max_rows, max_bytes = want->max_bytes;
+	size_t *n = &want->n;
+	int *full = &want->full;
 	const struct inbox_table_info *ti = inbox_table_info(t);
 	struct page pg = { NULL, 0, 0 };
 	sqlite3_stmt *st = NULL;

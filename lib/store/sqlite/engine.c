@@ -325,7 +325,7 @@ inbox_sqlite_open(const char *given, const struct inbox_options *o, struct inbox
 		(void)buf_printf(err, "%s: out of memory", path);
 		return INBOX_FAILED;
 	}
-	ib->head.be = &inbox_sqlite_backend;
+	ib->head.engine = &inbox_sqlite_engine;
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
 	ib->busy_deadline = o->deadline;	/* for the open only (below) */
 	create_shared(path);
@@ -363,11 +363,44 @@ out:
 	return s;
 }
 
-const struct inbox_backend inbox_sqlite_backend = {
+/* The engine's table (store/engine.h): every operation, in its order. */
+const struct inbox_engine inbox_sqlite_engine = {
 	.name = "sqlite",
 	.open = inbox_sqlite_open,
 	.close = inbox_sqlite_close,
-	INBOX_OPS(INBOX_OP_ENTRY_sqlite)
+	.maintain = inbox_sqlite_maintain,
+	.upkeep_start = inbox_sqlite_upkeep_start,
+	.upkeep_note = inbox_sqlite_upkeep_note,
+	.upkeep_stop = inbox_sqlite_upkeep_stop,
+	.store = inbox_sqlite_store,
+	.store_batch = inbox_sqlite_store_batch,
+	.cursor_get = inbox_sqlite_cursor_get,
+	.next_due = inbox_sqlite_next_due,
+	.claim = inbox_sqlite_claim,
+	.finish_done = inbox_sqlite_finish_done,
+	.finish_failed = inbox_sqlite_finish_failed,
+	.finish_stale = inbox_sqlite_finish_stale,
+	.is_stale = inbox_sqlite_is_stale,
+	.list = inbox_sqlite_list,
+	.count = inbox_sqlite_count,
+	.requeue = inbox_sqlite_requeue,
+	.forget = inbox_sqlite_forget,
+	.purge = inbox_sqlite_purge,
+	.status_report = inbox_sqlite_status_report,
+	.probe_write = inbox_sqlite_probe_write,
+	.probe_shared = inbox_sqlite_probe_shared,
+	.server_facts = inbox_sqlite_server_facts,
+	.note_lock = inbox_sqlite_note_lock,
+	.note_run = inbox_sqlite_note_run,
+	.history_add = inbox_sqlite_history_add,
+	.history_read = inbox_sqlite_history_read,
+	.runs_read = inbox_sqlite_runs_read,
+	.queue_now = inbox_sqlite_queue_now,
+	.dead_latest = inbox_sqlite_dead_latest,
+	.blocked_list = inbox_sqlite_blocked_list,
+	.table_read = inbox_sqlite_table_read,
+	.table_merge = inbox_sqlite_table_merge,
+	.table_holds = inbox_sqlite_table_holds,
 };
 
 void

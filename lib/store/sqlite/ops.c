@@ -284,6 +284,19 @@ inbox_sqlite_note_lock(struct inbox *ib, int64_t now_ns, int busy, struct buf *e
 }
 
 enum inbox_status
+inbox_sqlite_probe_shared(struct inbox *ib, struct buf *what, struct buf *err)
+{
+	struct walsync *ws = NULL;
+
+	if (walsync_open(ib->path, &ws, err) == -1)
+		return INBOX_FAILED;
+	walsync_close(ws);
+	buf_reset(what);
+	(void)buf_printf(what, "%s.wal-sync", ib->path);
+	return INBOX_OK;
+}
+
+enum inbox_status
 inbox_sqlite_probe_write(struct inbox *ib, struct buf *err)
 {
 	int rc;

@@ -1,18 +1,21 @@
 /*
- * inbox_sqlite: what the SQLite implementation of store/inbox.h shares between
- * its files, and its WAL policy for the few callers that need it.
- * PRIVATE: include it only from lib/inbox*.c, lib/receive/committer.c (its
- * checkpointer thread takes WAL checkpoint turns) and the unit tests —
- * never from a program that should work with any inbox (as SQLite keeps
- * sqliteInt.h apart from sqlite3.h).
+ * sqlite/private.h: what the SQLite engine of store/inbox.h shares between
+ * its files, and its WAL policy.  PRIVATE: include it only from
+ * lib/store/sqlite/*.c and the unit tests — never from a program that
+ * should work with any inbox (as SQLite keeps sqliteInt.h apart from
+ * sqlite3.h).
  *
- *   lib/store/sqlite/engine.c        the connection (open, close, schema), storing,
- *                      reading rows, the helpers below (ib_*)
- *   lib/store/sqlite/rules.c  order, hold and stale: due events, claims, verdicts
- *   lib/store/sqlite/ops.c    the operator's commands: filters, purge, status
- *   lib/store/sqlite/wal.c    WAL durability: group-commit syncs, checkpoint
- *                      turns, the busy handler, the plain-CGI VFS shim
- *   lib/store/sqlite/copy.c   tables in their portable form, for `copy`
+ *   engine.c        the connection (open, close, schema), storing, reading
+ *                   rows, the helpers below (ib_*), the engine's table
+ *   rules.c         order, hold and stale: due events, claims, verdicts
+ *   ops.c           the operator's commands: filters, purge, status
+ *   history.c       history and the queue's shape, for the report
+ *   copy.c          tables in their portable form, for `copy`
+ *   wal.c           WAL durability: group-commit syncs, checkpoint turns,
+ *                   the busy handler, the plain-CGI VFS shim
+ *   stamp.c         the checkpoint stamp: files replaced under us
+ *   walsync.c       the sync and checkpoint counters shared by processes
+ *   checkpointer.c  the receiver's checkpoint thread (inbox_upkeep_*)
  *
  * Functions named ib_* are internal to those files (extern only because
  * they are shared between them); inbox_wal_* is the WAL policy's API.
@@ -104,15 +107,102 @@ int	inbox_wal_frames(const struct inbox *ib);
 
 /* ---- shared by lib/inbox*.c only ---------------------------------------- */
 
-/* The SQLite implementation of each INBOX_OPS function (store/engine.h),
- * inbox_sqlite_NAME, and its open and close. */
-INBOX_OPS(INBOX_OP_PROTO_sqlite)
-enum inbox_status inbox_sqlite_open(const char *path,
+/* ---- the engine's operations (store/engine.h), by the file that has them.
+ * Each keeps the contract of the function of the same name in
+ * store/inbox.h. */
+/* sqlite/engine.c */
+enum inbox_status inbox_sqlite_open(const char *database,
 	    const struct inbox_options *o, struct inbox **out, struct buf *err);
 void	inbox_sqlite_close(struct inbox *ib);
+enum inbox_status inbox_sqlite_store(struct inbox *ib,
+	    const struct inbox_delivery *d, struct buf *err);
+enum inbox_status inbox_sqlite_store_batch(struct inbox *ib,
+	    struct inbox_batch *b, struct buf *err);
+enum inbox_status inbox_sqlite_cursor_get(struct inbox *ib, const char *name,
+	    char **updated_after, char **page, struct buf *err);
+/* sqlite/rules.c */
+enum inbox_status inbox_sqlite_next_due(struct inbox *ib,
+	    struct inbox_cursor *cur, int64_t now_ns, int64_t settle_ns,
+	    int64_t future_ns, struct inbox_event *e, struct buf *err);
+enum inbox_status inbox_sqlite_claim(struct inbox *ib, struct inbox_event *e,
+	    int64_t now_ns, enum inbox_claim *claim, struct buf *err);
+enum inbox_status inbox_sqlite_finish_done(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, const void *output,
+	    size_t output_len, struct buf *err);
+enum inbox_status inbox_sqlite_finish_failed(struct inbox *ib,
+	    const struct inbox_event *e, struct inbox_failure *f,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_finish_stale(struct inbox *ib,
+	    const struct inbox_event *e, int64_t now_ns, struct buf *err);
+enum inbox_status inbox_sqlite_is_stale(struct inbox *ib,
+	    const struct inbox_event *e, int *stale, struct buf *err);
+enum inbox_status inbox_sqlite_list(struct inbox *ib,
+	    const struct inbox_filter *f, int with_body,
+	    int (*fn)(const struct inbox_event *, void *), void *arg,
+	    struct buf *err);
+/* sqlite/ops.c */
+enum inbox_status inbox_sqlite_count(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t *n, struct buf *err);
+enum inbox_status inbox_sqlite_requeue(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t now_ns, int64_t *n,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_forget(struct inbox *ib,
+	    const struct inbox_filter *f, int64_t *n, struct buf *err);
+enum inbox_status inbox_sqlite_purge(struct inbox *ib, int64_t now_ns,
+	    int64_t retention_ns, int64_t *bodies, int64_t *rows,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_status_report(struct inbox *ib,
+	    struct inbox_status_report *r, struct buf *err);
+enum inbox_status inbox_sqlite_probe_write(struct inbox *ib, struct buf *err);
+enum inbox_status inbox_sqlite_probe_shared(struct inbox *ib,
+	    struct buf *what, struct buf *err);
+enum inbox_status inbox_sqlite_server_facts(struct inbox *ib,
+	    struct inbox_server_facts *f, struct buf *err);
+enum inbox_status inbox_sqlite_note_lock(struct inbox *ib, int64_t now_ns,
+	    int busy, struct buf *err);
+enum inbox_status inbox_sqlite_note_run(struct inbox *ib, int64_t now_ns,
+	    const char *outcome, struct buf *err);
+/* sqlite/history.c */
+enum inbox_status inbox_sqlite_history_add(struct inbox *ib,
+	    const struct history_delta *d, size_t n,
+	    const struct inbox_run_record *run, int64_t now_ns,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_history_read(struct inbox *ib, int64_t since_s,
+	    int (*fn)(const struct inbox_history_row *, void *), void *arg,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_runs_read(struct inbox *ib, int64_t since_ns,
+	    int (*fn)(const struct inbox_run_record *, void *), void *arg,
+	    struct buf *err);
+enum inbox_status inbox_sqlite_queue_now(struct inbox *ib, int64_t now_ns,
+	    struct inbox_queue *q, struct buf *err);
+enum inbox_status inbox_sqlite_dead_latest(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_event *, const char *, void *),
+	    void *arg, struct buf *err);
+enum inbox_status inbox_sqlite_blocked_list(struct inbox *ib, int64_t limit,
+	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
+	    struct buf *err);
+/* sqlite/copy.c */
+enum inbox_status inbox_sqlite_table_read(struct inbox *ib,
+	    struct inbox_page *pg, int (*fn)(const struct inbox_value *,
+	    size_t, void *), void *arg, struct buf *err);
+enum inbox_status inbox_sqlite_table_merge(struct inbox *ib,
+	    enum inbox_table t, const struct inbox_value *rows, size_t n,
+	    inbox_merge_fn fn, void *arg, int dry, int64_t *put,
+	    struct buf *err);
+int	inbox_sqlite_table_holds(struct inbox *ib, enum inbox_table t,
+	    const struct inbox_value *row, struct buf *why);
+/* sqlite/wal.c */
+enum inbox_status inbox_sqlite_maintain(struct inbox *ib, struct buf *err);
+/* sqlite/checkpointer.c */
+enum inbox_status inbox_sqlite_upkeep_start(const char *database,
+	    const struct inbox_options *o, struct inbox_upkeep **out,
+	    struct buf *err);
+void	inbox_sqlite_upkeep_note(struct inbox_upkeep *up,
+	    const struct inbox *writer);
+void	inbox_sqlite_upkeep_stop(struct inbox_upkeep *up);
 
 struct inbox {
-	struct inbox_head head;		/* first: the backend (store/engine.h) */
+	struct inbox_head head;		/* first: the engine (store/engine.h) */
 	sqlite3		*db;
 	char		*path;
 	int64_t		 busy_timeout_ns;

@@ -403,14 +403,13 @@ fail:
 
 enum inbox_status
 inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
-    int64_t now_ns, int64_t retry_ns, int64_t max_attempts, const char *error,
-    const void *output, size_t output_len, int *dead, struct buf *err)
+    struct inbox_failure *f, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE], next[INSTANT_SIZE];
 	int rc;
 
-	*dead = 0;
+	f->dead = 0;
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
@@ -428,15 +427,15 @@ inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	    " WHERE webhook_id = ?1 AND state = 'pending'"
 	    " RETURNING state = 'dead'", -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
-	    (rc = ib_bind_text(st, 2, error)) != SQLITE_OK ||
-	    (rc = bind_output(st, 3, output, output_len)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 4, max_attempts)) != SQLITE_OK ||
-	    (rc = ib_bind_instant(st, 5, now_ns, now)) != SQLITE_OK ||
-	    (rc = ib_bind_instant(st, 6, now_ns + retry_ns, next)) != SQLITE_OK)
+	    (rc = ib_bind_text(st, 2, f->error)) != SQLITE_OK ||
+	    (rc = bind_output(st, 3, f->output, f->output_len)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 4, f->max_attempts)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 5, f->now_ns, now)) != SQLITE_OK ||
+	    (rc = ib_bind_instant(st, 6, f->now_ns + f->retry_ns, next)) != SQLITE_OK)
 		return ib_txn_fail(ib, st, err, "recording a failure", rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*dead = sqlite3_column_int(st, 0);
+		f->dead = sqlite3_column_int(st, 0);
 		rc = sqlite3_step(st);
 	}
 	if (rc != SQLITE_DONE)
