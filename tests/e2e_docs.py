@@ -51,12 +51,12 @@ def sections(text):
     return out
 
 
-def code_files(python=True):
+def code_files():
     """Product and test code that may cite the docs: lib/, the mains, the
-    schemas, tests/, bench/, fuzz/ (C, headers, SQL, assembly; Python
-    unless python is false)."""
+    schemas, tests/, bench/'s and fuzz/'s C (C, headers, SQL, assembly,
+    Python)."""
     pats = ["lib/**/*.[chS]", "*.c", "*.sql", "tests/*.[ch]", "tests/*.sql",
-            "bench/*.c", "fuzz/*.c"] + (["tests/*.py"] if python else [])
+            "tests/*.py", "bench/*.c", "fuzz/*.c"]
     files = set()
     for p in pats:
         for f in glob.glob(os.path.join(ROOT, p), recursive=True):
@@ -155,9 +155,7 @@ class DesignDoc(unittest.TestCase):
         found_issue, found_bare = {}, {}
         for rel in code_files():
             text = read(rel)
-            # The Python suites' docstrings still name the issue each
-            # suite was written for; the C and SQL never do.
-            n = len(issue.findall(text)) if not rel.endswith(".py") else 0
+            n = len(issue.findall(text))
             if n:
                 found_issue[rel] = n
             n = len(bare.findall(text)) if rel != "tests/e2e_docs.py" else 0
