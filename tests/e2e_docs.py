@@ -52,9 +52,8 @@ def sections(text):
 
 
 def code_files():
-    """Product and test code that may cite the docs: lib/, the mains, the
-    schemas, tests/, bench/'s and fuzz/'s C (C, headers, SQL, assembly,
-    Python)."""
+    """Code that may cite the docs: lib/ (C, headers, assembly), the mains,
+    the schemas, tests/ (C, SQL, Python), and bench/'s and fuzz/'s C."""
     pats = ["lib/**/*.[chS]", "*.c", "*.sql", "tests/*.[ch]", "tests/*.sql",
             "tests/*.py", "bench/*.c", "fuzz/*.c"]
     files = set()
