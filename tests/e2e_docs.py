@@ -3,7 +3,8 @@ that they cannot drift apart silently: every config key of keys[], every
 drainer command and option of `webhook-drain --help`, every handler
 variable and every status of the receiver's steps is documented; every
 section the code cites exists; comments cite docs/, never an issue
-number; and every repository path the docs name is there.
+number; and every repository path the docs and the comments name is
+there.
 
 Reads the source and runs the built drainer's --help (BUILD, as every
 e2e suite); starts no server.
@@ -27,6 +28,30 @@ PENDING_BARE_DESIGN = {
     "lib/store/postgresql/engine.c", "lib/store/postgresql/rules.c",
     "lib/store/schema.S", "lib/store/sqlite/rules.c",
 }
+PENDING_OLD_PATHS = {
+    "lib/store/engine.h", "lib/store/postgresql/engine.c",
+    "lib/store/postgresql/private.h", "lib/store/sqlite/private.h",
+    "lib/store/sqlite/walsync.h",
+}
+
+# A repository path as prose names it: lib/store/inbox.h, lib/store/sqlite/,
+# tests/e2e_*.py (a glob), bench/spawn (a program built from its .c).
+REPO_PATH = re.compile(r"(?<![\w/.~$-])((?:lib|tests|conf|bench|docs|fuzz|"
+                       r"scripts)/[\w./*-]*[\w/*])")
+
+
+def missing_paths(text):
+    """The repository paths text names that are not there.  A placeholder
+    component in capitals (fuzz/regress/TARGET/) names no file."""
+    out = []
+    for m in REPO_PATH.finditer(text):
+        p = m.group(1)
+        if re.search(r"/[A-Z]+(/|$)", p):
+            continue
+        if not (glob.glob(os.path.join(ROOT, p)) or
+                os.path.exists(os.path.join(ROOT, p + ".c"))):
+            out.append(p)
+    return out
 
 
 def read(rel):
@@ -177,22 +202,12 @@ class DesignDoc(unittest.TestCase):
             glob.glob(os.path.join(ROOT, "docs", "*.md")) +
             glob.glob(os.path.join(ROOT, "bench", "*.md")) +
             glob.glob(os.path.join(ROOT, "tests", "*.md")))
-        path = re.compile(r"(?<![\w/.~-])((?:lib|tests|conf|bench|docs|fuzz|"
-                          r"scripts)/[\w./*-]*[\w/*])")
         link = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
         missing = []
         for rel in pages:
             text = read(rel)
             here = os.path.dirname(os.path.join(ROOT, rel))
-            for m in path.finditer(text):
-                p = m.group(1)
-                # A placeholder (fuzz/regress/TARGET/) names no file; a
-                # program (bench/spawn) is built from its .c.
-                if re.search(r"/[A-Z]+(/|$)", p):
-                    continue
-                if not (glob.glob(os.path.join(ROOT, p)) or
-                        os.path.exists(os.path.join(ROOT, p + ".c"))):
-                    missing.append("%s: %s" % (rel, p))
+            missing += ["%s: %s" % (rel, p) for p in missing_paths(text)]
             for m in link.finditer(text):
                 t = m.group(1)
                 if re.match(r"^[a-z]+:", t):
@@ -206,6 +221,24 @@ class DesignDoc(unittest.TestCase):
         self.assertGreater(len(pages), 10)
         self.assertEqual(missing, [], "paths the docs name that are not "
                          "in the repository")
+
+
+    def test_paths_in_the_code_exist(self):
+        """Comments name files as the docs do; a file moved (the lib/
+        reorganisation) must not leave its old name behind."""
+        found = {}
+        for rel in code_files():
+            if rel.endswith(".py"):
+                continue  # their paths are code, run by the suites
+            gone = missing_paths(read(rel))
+            if gone:
+                found[rel] = sorted(set(gone))
+        bad = {f: g for f, g in found.items() if f not in PENDING_OLD_PATHS}
+        self.assertEqual(bad, {}, "paths named in comments that are not "
+                         "in the repository")
+        stale = sorted(PENDING_OLD_PATHS - set(found))
+        self.assertEqual(stale, [], "exemptions no longer needed: remove "
+                         "them from this test")
 
 
 if __name__ == "__main__":
