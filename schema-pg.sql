@@ -56,7 +56,7 @@ CREATE INDEX events_finished ON events (finished_at)
     WHERE finished_at IS NOT NULL;
 CREATE INDEX events_dead ON events (received_at) WHERE state = 'dead';
 
--- The hold rule (DESIGN.md "Per-object order under failure";
+-- The hold rule (docs/DESIGN.md "Per-object order under failure";
 -- docs/inbox-rules.md "Hold"), the one place it is written for
 -- PostgreSQL: a pending event with an object key is held while a pending
 -- event of its own object sorts before it in hand-out order (sort_at,

@@ -1,4 +1,4 @@
--- The inbox (DESIGN.md "The inbox", contract).  Applied by inbox_open on
+-- The inbox (docs/DESIGN.md "The inbox", contract).  Applied by inbox_open on
 -- first open inside one transaction; PRAGMA user_version records it.
 --
 -- Every time column holds an instant in one normalised text form, UTC with
@@ -43,8 +43,9 @@ CREATE INDEX events_pending ON events (sort_at, received_at)
 -- checkpoint write) on the path of every 200.  The receiver stores rows
 -- with admitted = 0, found through events_unadmitted, whose key (0,
 -- rowid) only grows: a batch of inserts shares its last page.  The
--- drainer admits them in bulk (inbox.c, admit()), and the hold check
--- reads both indexes, so it is exact whether or not a row is admitted.
+-- drainer admits them in bulk (lib/store/sqlite/rules.c, admit()), and
+-- the hold check reads both indexes, so it is exact whether or not a row
+-- is admitted.
 -- (Schema version 2; a writer of version 1 leaves the default, 1.)
 CREATE INDEX events_object_pending ON events (object_type, object_id, sort_at, received_at)
     WHERE state = 'pending' AND object_id IS NOT NULL AND admitted = 1;
@@ -57,8 +58,9 @@ CREATE INDEX events_finished ON events (finished_at)
 -- it would cost every insert a page, and status can afford a scan.
 CREATE INDEX events_dead ON events (received_at) WHERE state = 'dead';
 
--- Per-object clocks of what was done (DESIGN.md "Stale rule").  They outlive
--- the event rows: kept max(retention, 31 days) after the object's last done.
+-- Per-object clocks of what was done (docs/DESIGN.md "Stale rule").  They
+-- outlive the event rows: kept max(retention, 31 days) after the object's
+-- last done.
 CREATE TABLE objects (
     object_type     TEXT NOT NULL,
     object_id       TEXT NOT NULL,
@@ -87,7 +89,7 @@ CREATE TABLE cursors (
 ) WITHOUT ROWID;
 
 -- @@ version 3 @@ (lib/store/sqlite/engine.c applies what follows as the migration from 2)
--- History that retention does not erase (schema version 3; issue 19,
+-- History that retention does not erase (schema version 3; docs/report.md,
 -- lib/report/history.h).  Counters and histograms in fixed time buckets: 5
 -- minutes (width_s 300) for HISTORY_FINE_KEEP_S, then folded into days
 -- (width_s 86400).  Values only ever grow: reports and metrics read these
@@ -95,7 +97,8 @@ CREATE TABLE cursors (
 -- event type or an error class ('' for the total), `idx` a histogram
 -- bucket (0 for a counter; HISTORY_IDX_SUM and HISTORY_IDX_MAX hold a
 -- histogram's sum and max, ms).  The receiver never writes here:
--- `received` is counted by the drainer as it admits rows (inbox_rules.c).
+-- `received` is counted by the drainer as it admits rows
+-- (lib/store/sqlite/rules.c, admit_chunk).
 CREATE TABLE history (
     width_s  INTEGER NOT NULL,
     bucket_s INTEGER NOT NULL,     -- bucket start, Unix s, a multiple of width_s

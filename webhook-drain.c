@@ -1,5 +1,5 @@
 /*
- * webhook-drain: the drainer CLI (DESIGN.md "The drainer", contract).
+ * webhook-drain: the drainer CLI (docs/DESIGN.md "The drainer", contract).
  *
  *   webhook-drain [-c FILE] [-v] run [--max-time SECONDS] [--jobs N] [--ping URL]
  *   webhook-drain status [--json] [--max-pending-age D] [--max-idle D]
@@ -454,7 +454,7 @@ run_problem(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "webhook-drain: %s\n", line);
-	/* DESIGN.md: both programs append to `log`. */
+	/* Both programs append to `log` (docs/DESIGN.md "Configuration"). */
 	if (log_is_file())
 		log_msg("%s", line);
 }
@@ -467,8 +467,8 @@ struct run_ctx {
 };
 
 /* A failed or dead event's lines, which the digest summarises on stderr
- * for cron's mail, go to `log` one by one too (DESIGN.md: both programs
- * append there). */
+ * for cron's mail, go to `log` one by one too (both programs append
+ * there: docs/DESIGN.md "Configuration"). */
 static void
 log_event(const struct drain_event *ev, int64_t max_attempts)
 {
@@ -615,7 +615,7 @@ cmd_run(const struct config *c, struct opts *o)
 
 /* ---- status, list, show -------------------------------------------------- */
 
-/* `status --json`: the report's fields (issue 19) added to j; on a
+/* `status --json`: the report's fields (docs/report.md) added to j; on a
  * failure to gather them, j as it was, and the reason on stderr. */
 static cJSON *
 status_json_more(const struct config *c, cJSON *j,
@@ -801,9 +801,10 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		rc = EXIT_FAILED;
 	} else if (st == BULK_NONE) {
 		/* Nothing to do is no failure: exit 1 means "some event
-		 * failed" (DESIGN.md), and a script requeueing what is dead
-		 * finds nothing on a good day.  A named event that is not
-		 * there is another matter: the id is wrong. */
+		 * failed" (docs/DESIGN.md "The drainer"), and a script
+		 * requeueing what is dead finds nothing on a good day.  A
+		 * named event that is not there is another matter: the id
+		 * is wrong. */
 		fprintf(stderr, "webhook-drain: no %s\n", o->filter.webhook_id ?
 		    "such event" : "matching event; nothing to do");
 		rc = o->filter.webhook_id ? EXIT_FAILED : 0;
@@ -1163,7 +1164,7 @@ cmd_forget(const struct config *c, struct opts *o)
 	return cmd_requeue_forget(c, o, 0);
 }
 
-/* `report`: the page and the metrics, without a run (issue 19). */
+/* `report`: the page and the metrics, without a run (docs/report.md). */
 static int
 cmd_report(const struct config *c, struct opts *o)
 {
@@ -1280,9 +1281,10 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (load_config(&c, cmd->fn == cmd_check) == -1) {
-		/* check goes on with the keys that loaded (issue 18: every
-		 * finding in one pass); with an unreadable file, or for
-		 * another command, the config error is the answer. */
+		/* check goes on with the keys that loaded (every finding in
+		 * one pass: docs/DESIGN.md "The operator's tools"); with an
+		 * unreadable file, or for another command, the config error
+		 * is the answer. */
 		if (cmd->fn != cmd_check || c.path == NULL) {
 			free(o.object_buf);
 			config_free(&c);

@@ -1,8 +1,9 @@
 /*
  * webhook.fcgi: the FastCGI (and plain CGI) responder's main — signals,
  * CGI or FastCGI, the request threads.  Each request goes through
- * lib/receive/receive.h (DESIGN.md's status table) over lib/receive/request.h (the
- * protocol), with the config from lib/receive/site.h.
+ * lib/receive/receive.h (the status table of docs/DESIGN.md "The receiver's
+ * answers") over lib/receive/request.h (the protocol), with the config from
+ * lib/receive/site.h.
  *
  * FastCGI when fd 0 is a listening socket (FCGX_IsCGI says no), else one
  * plain CGI request from the environment and stdin.

@@ -18,7 +18,7 @@
  * Writes that arrive while a sync runs share the next one (group commit,
  * as webhook.fcgi's committer does).  The ceiling of a durable receiver
  * with this server and process model on this disk, without verifying,
- * parsing or SQLite (issue 5's goals against the disk).
+ * parsing or SQLite (bench/README.md's goals, against the disk).
  */
 #include <fcgiapp.h>
 #include <fcntl.h>

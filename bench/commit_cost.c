@@ -1,6 +1,6 @@
 /*
  * commit_cost: what one stored delivery costs the inbox alone, by batch
- * size (issue 5's analysis in bench/RESULTS.md).  No web server, no
+ * size (the analysis in bench/RESULTS.md).  No web server, no
  * FastCGI, no signature: deliveries shaped like bench/signed.py's (1 KiB
  * body, ids in two ascending runs, one of 100000 clients at random) go
  * through the receiver's own path, lib/store/sqlite/engine.c's inbox_store_batch, in
@@ -17,7 +17,7 @@
  *             no sync, SQLite's own autocheckpoint — a floor for any
  *             receiver that keeps deliveries unique in SQLite, whatever
  *             its table (the inbox's has 21 columns and three more
- *             indexes, DESIGN.md "The inbox")
+ *             indexes, docs/DESIGN.md "The inbox")
  *
  * Checkpoints run every INBOX_WAL_CHECKPOINT_FRAMES (lib/store/sqlite/private.h), as webhook.fcgi's
  * checkpointer does, and are counted.  Each (way, N) starts from a fresh

@@ -1,12 +1,13 @@
 /*
- * history_cost: what the run's history (issue 19: lib/report/runrec.c's counters
- * and histograms per event, one transaction after the run) adds to a
- * drainer run, per event.  The same work twice: drain_run on EVENTS
- * pending events (handler `true`, one object each, so none waits for
- * another), once with the history hooks webhook-drain installs (runrec_event
- * per outcome, runrec_finish and runrec_save after the run), once without
- * any hook.  Each round starts from a fresh inbox of the same events; the
- * two ways alternate, ROUNDS times each, and the median is kept.
+ * history_cost: what the run's history (docs/report.md "Cost":
+ * lib/report/runrec.c's counters and histograms per event, one transaction
+ * after the run) adds to a drainer run, per event.  The same work twice:
+ * drain_run on EVENTS pending events (handler `true`, one object each, so
+ * none waits for another), once with the history hooks webhook-drain
+ * installs (runrec_event per outcome, runrec_finish and runrec_save after
+ * the run), once without any hook.  Each round starts from a fresh inbox of
+ * the same events; the two ways alternate, ROUNDS times each, and the
+ * median is kept.
  *
  * Measured: CPU (user + system) of this process and of its children (the
  * handlers), per event; and the history's own share, the thread CPU time

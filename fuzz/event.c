@@ -92,8 +92,8 @@ want_string(const cJSON *obj, const char *name)
 }
 
 /* obj's member `name`, the last when the key repeats: PHP, Python and
- * JavaScript keep the last, and so does event_extract (issue 21); cJSON's
- * own lookup gives the first. */
+ * JavaScript keep the last, and so does event_extract (docs/DESIGN.md "The
+ * inbox"); cJSON's own lookup gives the first. */
 static const cJSON *
 last_item(const cJSON *obj, const char *name)
 {
@@ -114,9 +114,10 @@ check_reference(const char *body, size_t size, const struct event_fields *f)
 	cJSON *root;
 	char num[32];
 
-	/* An escaped NUL leaves the event without fields (issue 21: a
-	 * truncated key or value could make two objects one); "\\u0000",
-	 * an escaped backslash before it, does not: not modelled here. */
+	/* An escaped NUL leaves the event without fields (docs/DESIGN.md
+	 * "The inbox": a truncated key or value could make two objects
+	 * one); "\\u0000", an escaped backslash before it, does not: not
+	 * modelled here. */
 	if (memmem(body, size, "\\u0000", 6) != NULL)
 		return;
 	if (memchr(body, '\0', size) != NULL ||

@@ -1,7 +1,8 @@
-"""webhook-drain and the provider's API (issue 7), against the simulator's
-API server (tests/provider_sim.py, shapes in tests/PROVIDER-API.md) on
-127.0.0.1: refetch of truncated events and its failure outcomes, `sync`
-with its stored cursor, `recover` after an outage."""
+"""webhook-drain and the provider's API (docs/DESIGN.md "Handler",
+"Retries"), against the simulator's API server (tests/provider_sim.py,
+shapes in tests/PROVIDER-API.md) on 127.0.0.1: refetch of truncated events
+and its failure outcomes, `sync` with its stored cursor, `recover` after an
+outage."""
 import base64
 import json
 import os

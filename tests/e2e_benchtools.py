@@ -7,7 +7,7 @@ loopback HTTP server whose slow answers we choose, so the true
 distribution is known.
 
 bench/drain_jobs.py's handler ledger, which makes a drain row valid or not
-(issue 20: no loss of order): ledgers written by the real handler command
+(docs/jobs.md: no loss of order): ledgers written by the real handler command
 under /bin/sh, in order and out of it.  bench/goals.py's table."""
 import http.server
 import os

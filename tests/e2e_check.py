@@ -1,6 +1,6 @@
-"""webhook-drain check (issue 6): each misconfiguration it claims to catch,
-one test each, on real files and, where a second user matters, as
-`nobody`."""
+"""webhook-drain check (docs/DESIGN.md "The operator's tools"): each
+misconfiguration it claims to catch, one test each, on real files and, where
+a second user matters, as `nobody`."""
 import os
 import shutil
 import subprocess

@@ -1,11 +1,10 @@
-"""webhook-drain copy end to end (issue 20, "Moving an existing inbox";
-docs/moving.md): a real lighttpd with webhook.fcgi keeps storing into the
-source while copy runs, then the documented cut-over moves the receivers
-to the destination; both inboxes are drained by real runs, and every
-acknowledged event is handed out exactly once across the two.  Also: a
-copy SIGKILLed mid-way and run again, two copies giving the same
-destination, clocks and history carried over (an old event arriving after
-the move is stale there), and the refusals."""
+"""webhook-drain copy end to end (docs/moving.md): a real lighttpd with
+webhook.fcgi keeps storing into the source while copy runs, then the
+documented cut-over moves the receivers to the destination; both inboxes are
+drained by real runs, and every acknowledged event is handed out exactly
+once across the two.  Also: a copy SIGKILLed mid-way and run again, two
+copies giving the same destination, clocks and history carried over (an old
+event arriving after the move is stale there), and the refusals."""
 import os
 import re
 import signal

@@ -1,5 +1,5 @@
-"""webhook-drain end to end (issue 3's test list): a real lighttpd with
-webhook.fcgi fills the inbox; the drainer runs as cron would, with
+"""webhook-drain end to end (docs/DESIGN.md "The drainer"): a real lighttpd
+with webhook.fcgi fills the inbox; the drainer runs as cron would, with
 tests/record-handler.sh recording every hand-out; libfaketime moves the
 clock instead of sleeping."""
 import json

@@ -1,8 +1,9 @@
-"""A 200 means on disk (issue 5): for every acknowledged request, a sync of
-the WAL that began after the request's own WAL writes completes before the
-answer is written — read off the system calls of real workers behind
-lighttpd with strace — and SIGKILL of the workers right after their 200s
-loses nothing.  Runs on the plain build only (strace and ASan do not mix)."""
+"""A 200 means on disk (docs/durability.md): for every acknowledged request,
+a sync of the WAL that began after the request's own WAL writes completes
+before the answer is written — read off the system calls of real workers
+behind lighttpd with strace — and SIGKILL of the workers right after their
+200s loses nothing.  Runs on the plain build only (strace and ASan do not
+mix)."""
 import os
 import re
 import signal
@@ -110,7 +111,7 @@ def add_clones(tgid_of, clones):
 
 
 def check_acks(test, calls, tgid_of, ids, duplicates):
-    """Issue 5's rule, per request, with the request found by its
+    """docs/durability.md's rule, per request, with the request found by its
     webhook-id: the thread that read "HTTP_WEBHOOK_ID<id>" answers 200
     later; the first WAL write holding the id (the row, in its batch) must
     be followed by a sync of the WAL that STARTS after that write ended and

@@ -1,10 +1,10 @@
-"""The fault suite (issue 21): hostile clients and broken hosts against
+"""The fault suite: hostile clients and broken hosts against
 real servers on 127.0.0.1, one test per kind of fault.  Each asserts the
-documented answer (DESIGN.md's status table), a log line that says why,
-that nothing acknowledged with a 200 is lost, and recovery without manual
-SQL.  Deadlines are asserted with generous margins ("answered before the
-provider's 15 s"), never tight timings: the suite runs on a loaded 2-core
-machine.
+documented answer (docs/DESIGN.md "The receiver's answers"), a log line
+that says why, that nothing acknowledged with a 200 is lost, and recovery
+without manual SQL.  Deadlines are asserted with generous margins
+("answered before the provider's 15 s"), never tight timings: the suite
+runs on a loaded 2-core machine.
 
 Servers are started by each test and stopped by it; everything listens on
 127.0.0.1.  The Apache and tmpfs tests need root (skipped otherwise).

@@ -1,4 +1,4 @@
-"""The static binaries on a host that is not this machine (issue 16).
+"""The static binaries on a host that is not this machine (docs/HOSTING.md).
 
 `make static` builds build-static/webhook.fcgi and build-static/webhook-drain
 fully static, for shared hosts (AlmaLinux, CloudLinux) that lack libcjson,

@@ -1,4 +1,4 @@
-"""webhook-drain run --jobs N end to end (issue 20): a real lighttpd with
+"""webhook-drain run --jobs N end to end (docs/jobs.md): a real lighttpd with
 webhook.fcgi fills the inbox; the drainer runs several handlers at once.
 
 The handler (written into each sandbox) records one line per hand-out:

@@ -1,9 +1,10 @@
-"""The operator's night (issue 18), end to end on real processes: a real
-lighttpd with webhook.fcgi fills the inbox, the drainer runs as cron would,
-libfaketime moves its clock.  One digest per run for a failure storm,
-status failing within one run, `try` leaving the inbox byte for byte as it
-was, JSON ids that round-trip, filters that match nothing, and the
-heartbeat `run --ping` against a local listener (one that hangs too)."""
+"""The operator's night (docs/DESIGN.md "The operator's tools"), end to end
+on real processes: a real lighttpd with webhook.fcgi fills the inbox, the
+drainer runs as cron would, libfaketime moves its clock.  One digest per run
+for a failure storm, status failing within one run, `try` leaving the inbox
+byte for byte as it was, JSON ids that round-trip, filters that match
+nothing, and the heartbeat `run --ping` against a local listener (one that
+hangs too)."""
 import http.server
 import json
 import os

@@ -1,11 +1,10 @@
-"""The storm on PostgreSQL (issue 20, "Tests"): one PostgreSQL inbox
-(tests/pgserver.py, a server of this test's own) written by two web hosts
-— two lighttpd instances, each on its own port with its own config and
-webhook.fcgi workers — behind a load balancer (the provider simulator
-sends each attempt to one of them at random), and drained by three
-drainers in separate processes (`webhook-drain run` started again as
-soon as it ends, as cron would; two of them with `--jobs 2`).  In one
-scenario:
+"""The storm on PostgreSQL (docs/postgresql.md, "Tests"): one PostgreSQL
+inbox (tests/pgserver.py, a server of this test's own) written by two web
+hosts — two lighttpd instances, each on its own port with its own config and
+webhook.fcgi workers — behind a load balancer (the provider simulator sends
+each attempt to one of them at random), and drained by three drainers in
+separate processes (`webhook-drain run` started again as soon as it ends, as
+cron would; two of them with `--jobs 2`).  In one scenario:
 
 - the simulator's storm (tests/provider_sim.py, as in tests/e2e_storm.py):
   duplicates, replays, hold-backs that reorder an object's events,

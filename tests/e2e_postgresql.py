@@ -1,4 +1,4 @@
-"""The PostgreSQL inbox end to end (issue 20; docs/postgresql.md): a real
+"""The PostgreSQL inbox end to end (docs/postgresql.md): a real
 PostgreSQL of Debian's (tests/pgserver.py, one per test class, so that a
 test may stop, restart or reconfigure it), a real lighttpd with
 webhook.fcgi, real webhook-drain processes.

@@ -1,5 +1,5 @@
 """webhook.fcgi end to end: a real lighttpd on 127.0.0.1, a real SQLite
-file, every answer of DESIGN.md's status table (issue 2's test list)."""
+file, every answer of docs/DESIGN.md "The receiver's answers"."""
 import os
 import re
 import signal

@@ -1,4 +1,4 @@
-"""Issue 19: the report page, metrics.prom and `status --json` against an
+"""docs/report.md: the report page, metrics.prom and `status --json` against an
 inbox filled through the real receiver (plain CGI) and drained by the
 real drainer over a simulated day (libfaketime): failures, dead letters,
 a blocked object, duplicates and a cron gap.  Every number asserted is

@@ -1,4 +1,4 @@
-"""`webhook-drain send`, the hosting guide's test step (issue 16): it
+"""`webhook-drain send`, the hosting guide's test step (docs/HOSTING.md, 5): it
 succeeds only when the receiver itself stored the event, tells a web
 server's own answer apart (X-Webhook-Inbox), makes test events of a given
 size, and never sends an empty body by accident."""

@@ -1,4 +1,4 @@
-"""Every web-server snippet in conf/, for real (issue 6).
+"""Every web-server snippet in conf/, for real (README, "Web servers").
 
 Each test starts a real server on 127.0.0.1 (a free port) as the
 unprivileged web user, from the snippet in conf/ itself (included or, for a

@@ -1,4 +1,4 @@
-"""The storm (issue 4): the provider simulator (tests/provider_sim.py)
+"""The storm (README, "Tests"): the provider simulator (tests/provider_sim.py)
 delivers thousands of events over a few hundred objects to a real lighttpd
 with several webhook.fcgi workers — five in flight, duplicates, replays,
 hold-backs that reorder an object's events, retries, forged deliveries and

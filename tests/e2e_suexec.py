@@ -1,4 +1,4 @@
-"""The hosting guide on a shared host, literally (issue 16).
+"""The hosting guide on a shared host, literally (docs/HOSTING.md).
 
 A cPanel-like host on this machine: Apache 2.4 with mod_fcgid, mod_cgid
 and suEXEC (Debian's apache2-suexec-custom), Apache running as www-data
@@ -1012,12 +1012,12 @@ class TestHostIgnoringHtaccess(GuideCase):
 
 
 class TestHostWithoutHandlerModules(GuideCase):
-    """Issue 21 item 8: a host that reads the .htaccess but has neither
-    mod_cgid/mod_cgi nor mod_fcgid.  The handler then names no module, and
-    Apache would serve the wrapper as a file: the snippet's fail-closed
-    block refuses it (403), also once the wrapper is made readable to the
-    web server (chmod 755, the two-user setup), so `send` fails, nothing
-    is stored and nothing of the setup can be downloaded."""
+    """conf/apache-htaccess fails closed: a host that reads the .htaccess
+    but has neither mod_cgid/mod_cgi nor mod_fcgid.  The handler then names
+    no module, and Apache would serve the wrapper as a file: the snippet's
+    fail-closed block refuses it (403), also once the wrapper is made
+    readable to the web server (chmod 755, the two-user setup), so `send`
+    fails, nothing is stored and nothing of the setup can be downloaded."""
     modules = ("suexec",)
 
     def get(self, path):
@@ -1056,11 +1056,11 @@ class TestHostWithoutHandlerModules(GuideCase):
 
 
 class TestHostWithFastCgiOnly(GuideCase):
-    """Issue 21 item 8: mod_fcgid without mod_cgid/mod_cgi.  Small bodies
-    are stored through mod_fcgid; the 250 KB one, which the snippet gives
-    plain CGI elsewhere, gets mod_fcgid's error (no 2xx, the provider
-    retries) instead of the wrapper served as a file, also when the
-    wrapper is readable (chmod 755)."""
+    """conf/apache-htaccess, docs/HOSTING.md step 5 (the 500 row): mod_fcgid
+    without mod_cgid/mod_cgi.  Small bodies are stored through mod_fcgid;
+    the 250 KB one, which the snippet gives plain CGI elsewhere, gets
+    mod_fcgid's error (no 2xx, the provider retries) instead of the wrapper
+    served as a file, also when the wrapper is readable (chmod 755)."""
     modules = ("suexec", "fcgid")
 
     def test_large_bodies_fail_closed(self):

@@ -1,4 +1,4 @@
-"""Upgrades on a host nobody can restart (issue 16).
+"""Upgrades on a host nobody can restart (docs/HOSTING.md "Upgrading").
 
 A shared-hosting user uploads the new receiver as webhook.fcgi.new and
 renames it over webhook.fcgi (a running executable cannot be overwritten:

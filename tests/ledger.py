@@ -137,7 +137,7 @@ def check_handouts(lines, sent, rows, allowed=None, exact_attempts=True,
 
 def check_order(lines, sent, rows):
     """Never handed out while a newer event of the same object had been
-    done, in the drainer's own terms (DESIGN.md "Stale rule"): strictly
+    done, in the drainer's own terms (docs/DESIGN.md "Stale rule"): strictly
     older by createdAt than the newest createdAt done, or by updated_at
     than the newest updated_at done.  An id's last hand-out is the one
     marked done (an earlier one's drainer died).  A stale event is

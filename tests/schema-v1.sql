@@ -2,7 +2,7 @@
 -- (git show f413628:schema.sql): test_inbox builds a version-1 inbox from
 -- it to test the migration.  Not used by the programs.
 
--- The inbox (DESIGN.md "The inbox", contract).  Applied by inbox_open on
+-- The inbox (docs/DESIGN.md "The inbox", contract).  Applied by inbox_open on
 -- first open inside one transaction; PRAGMA user_version records it.
 --
 -- Every time column holds an instant in one normalised text form, UTC with
@@ -48,8 +48,9 @@ CREATE INDEX events_finished ON events (finished_at)
 -- it would cost every insert a page, and status can afford a scan.
 CREATE INDEX events_dead ON events (received_at) WHERE state = 'dead';
 
--- Per-object clocks of what was done (DESIGN.md "Stale rule").  They outlive
--- the event rows: kept max(retention, 31 days) after the object's last done.
+-- Per-object clocks of what was done (docs/DESIGN.md "Stale rule").  They
+-- outlive the event rows: kept max(retention, 31 days) after the object's
+-- last done.
 CREATE TABLE objects (
     object_type     TEXT NOT NULL,
     object_id       TEXT NOT NULL,

@@ -1,9 +1,9 @@
 /*
  * test_committer: lib/receive/committer.c — group commit inside one process
- * (issue 5).  Many threads store distinct deliveries (and some duplicates)
- * at once through one committer on a real SQLite file; every call must
- * report its own delivery's outcome, every new delivery must be stored
- * exactly once, and the inbox must pass integrity_check.
+ * (docs/durability.md).  Many threads store distinct deliveries (and some
+ * duplicates) at once through one committer on a real SQLite file; every
+ * call must report its own delivery's outcome, every new delivery must be
+ * stored exactly once, and the inbox must pass integrity_check.
  *
  * A lead hand-off racing a thread's look at its own role once left a
  * semaphore post behind that later woke that thread as a second leader on

@@ -1,7 +1,7 @@
 /*
- * test_config: lib/common/config.c — the config file of DESIGN.md "Configuration"
- * (contract): defaults, every key's bounds, and errors that say
- * "file:line: key: what is wrong" and never show a secret.  Each test
+ * test_config: lib/common/config.c — the config file of docs/DESIGN.md
+ * "Configuration" (contract): defaults, every key's bounds, and errors that
+ * say "file:line: key: what is wrong" and never show a secret.  Each test
  * writes its config to a fresh mkstemp file in one directory under /tmp,
  * which main removes, with anything a crashed test left, at the end.
  */
@@ -168,8 +168,8 @@ START_TEST(every_key)
 }
 END_TEST
 
-/* Every key of DESIGN.md and the example config, in the order of the
- * table in lib/common/config.c. */
+/* Every key of docs/DESIGN.md "Configuration" and the example config, in
+ * the order of the table in lib/common/config.c. */
 static const char *const all_keys[] = {
 	"database", "secret", "tolerance", "max_body", "handler",
 	"handler_timeout", "max_attempts", "retention", "settle", "retry_base",
@@ -1122,8 +1122,9 @@ START_TEST(load_text)
 }
 END_TEST
 
-/* Issue 18: check reports every error in one pass, in file order, then
- * the missing required keys; config_load still gives the first only. */
+/* check reports every error in one pass (docs/DESIGN.md "The operator's
+ * tools"), in file order, then the missing required keys; config_load still
+ * gives the first only. */
 START_TEST(load_all_reports_every_error)
 {
 	static const char text[] = "tolerence = 5\n"

@@ -1,6 +1,6 @@
 /*
  * test_event: lib/receive/event.c — the fields the inbox extracts from a body at
- * receive time (event.h; DESIGN.md "The inbox"): what a full provider
+ * receive time (event.h; docs/DESIGN.md "The inbox"): what a full provider
  * event gives, and that odd or foreign bodies give nothing rather than
  * something wrong.
  */
@@ -496,8 +496,9 @@ START_TEST(extract_size_bound)
 }
 END_TEST
 
-/* Issue 21 item 9: with duplicate keys the handler's JSON (PHP, Python,
- * JavaScript) keeps the LAST value; the extracted fields must be those. */
+/* docs/DESIGN.md "The inbox": with duplicate keys the handler's JSON (PHP,
+ * Python, JavaScript) keeps the LAST value; the extracted fields must be
+ * those. */
 START_TEST(duplicate_keys_last_wins)
 {
 	struct event_fields f;
@@ -519,8 +520,9 @@ START_TEST(duplicate_keys_last_wins)
 }
 END_TEST
 
-/* Issue 21 item 9: an escaped NUL would cut a value short ("inv_1\u0000x"
- * and "inv_1" one object): such a body gets no fields and a note. */
+/* docs/DESIGN.md "The inbox": an escaped NUL would cut a value short
+ * ("inv_1\u0000x" and "inv_1" one object): such a body gets no fields and a
+ * note. */
 START_TEST(escaped_nul_no_fields)
 {
 	static const char *const bodies[] = {

@@ -1,6 +1,6 @@
 /*
  * test_handler: lib/drain/handler.c — running the user's command for one event
- * (handler.h; DESIGN.md "Handler", "Retries": a handler that times out is
+ * (handler.h; docs/DESIGN.md "Handler", "Retries": a handler that times out is
  * killed with its whole process group).  Real /bin/sh handlers: exit codes,
  * stdin delivered exactly, output tail kept, the timeout, stray children
  * killed, the environment, signal deaths and SIGPIPE; and several at once

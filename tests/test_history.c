@@ -1,9 +1,10 @@
 /*
  * test_history: lib/report/history.c (bucket and histogram math, the run's
- * batch, error classes), lib/report/runrec.c (a run's events as history), and
- * lib/store/sqlite/history.c with lib/report*.c over a real inbox: received
- * counted at admission, the fold into days keeping sums, reading back,
- * and every inbox string escaped in the page.
+ * batch, error classes), lib/report/runrec.c (a run's events as history),
+ * and lib/store/sqlite/history.c with lib/report/ (report.c, html.c,
+ * prom.c) over a real inbox: received counted at admission, the fold into
+ * days keeping sums, reading back, and every inbox string escaped in the
+ * page.
  */
 #include <stdio.h>
 #include <stdlib.h>

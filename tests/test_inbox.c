@@ -1,8 +1,9 @@
 /*
- * test_inbox: lib/store/sqlite/engine.c — the event store of DESIGN.md "The inbox" and
- * the drainer's rules of "The drainer" (contract): hand-out order by event
- * clock, settle, the per-object hold under failure, the stale rule with
- * both clocks, retries and death, requeue and forget, retention.
+ * test_inbox: lib/store/sqlite/engine.c — the event store of docs/DESIGN.md
+ * "The inbox" and "The store contract", and the drainer's rules of "The
+ * drainer" (contract): hand-out order by event clock, settle, the
+ * per-object hold under failure, the stale rule with both clocks, retries
+ * and death, requeue and forget, retention.
  *
  * Every test works on real SQLite files in one mkdtemp directory, removed
  * at the end.  Events are stored through inbox_store (received_at is the
@@ -657,9 +658,10 @@ START_TEST(busy_then_ok)
 }
 END_TEST
 
-/* Issue 21 item 2: the delivery's deadline ends the wait for the lock
- * whatever busy_timeout allows (10 s here), for one store and for a batch
- * (its earliest deadline: the requests queued behind it keep their time). */
+/* docs/DESIGN.md "The store contract", deadlines: the delivery's deadline
+ * ends the wait for the lock whatever busy_timeout allows (10 s here), for
+ * one store and for a batch (its earliest deadline: the requests queued
+ * behind it keep their time). */
 START_TEST(busy_ends_at_deadline)
 {
 	char path[512];
@@ -707,10 +709,11 @@ START_TEST(busy_ends_at_deadline)
 }
 END_TEST
 
-/* Issue 21 item 5: an inbox truncated in place under an open connection
- * (`: > inbox.db`, a restore gone wrong) is noticed before the answer:
- * INBOX_FAILED saying so, never INBOX_OK into a file that no longer holds
- * the inbox; a fresh open then works. */
+/* docs/durability.md "An inbox replaced under a running receiver": an inbox
+ * truncated in place under an open connection (`: > inbox.db`, a restore
+ * gone wrong) is noticed before the answer: INBOX_FAILED saying so, never
+ * INBOX_OK into a file that no longer holds the inbox; a fresh open then
+ * works. */
 START_TEST(truncated_under_us_refused)
 {
 	char path[512];
@@ -895,7 +898,7 @@ START_TEST(settle)
 END_TEST
 
 /*
- * DESIGN.md "Per-object order under failure": an event waiting for a
+ * docs/DESIGN.md "Per-object order under failure": an event waiting for a
  * retry holds back the later events of its own object (pending, shown
  * blocked), never those of other objects; once done they follow in order.
  */
@@ -1336,7 +1339,7 @@ START_TEST(claim_outcomes)
 END_TEST
 
 /*
- * DESIGN.md "Stale rule": stale when strictly older than what was done
+ * docs/DESIGN.md "Stale rule": stale when strictly older than what was done
  * for the object by either clock (created_at against the newest event
  * clock done, updated_at against the newest object version done); an
  * event with one clock is judged by that one; equal is not stale; no
@@ -2162,13 +2165,13 @@ write_over(const char *path, const void *data, size_t len)
 }
 
 /*
- * Stamps (walsync.h, "Stamps"; issue 21 item 5): a checkpoint turn stamps
- * the file as it left it, and another connection that saw the file
- * before it takes the change for that checkpoint's, not a stranger's
- * (no false refusal).  Then a copy of the file from before the checkpoint
- * written over it in place with the size and the mtime as they were (a
- * coarse filesystem): found by the probe — both connections refuse, and
- * a reopened one stores again.
+ * Stamps (walsync.h, "Stamps"; docs/durability.md "An inbox replaced under
+ * a running receiver"): a checkpoint turn stamps the file as it left it,
+ * and another connection that saw the file before it takes the change for
+ * that checkpoint's, not a stranger's (no false refusal).  Then a copy of
+ * the file from before the checkpoint written over it in place with the
+ * size and the mtime as they were (a coarse filesystem): found by the probe
+ * — both connections refuse, and a reopened one stores again.
  */
 START_TEST(a_copy_with_the_same_mtime_is_found)
 {
@@ -2226,10 +2229,11 @@ START_TEST(a_copy_with_the_same_mtime_is_found)
 }
 END_TEST
 
-/* Issue 21 item 4: a reader blocked on its output holds no snapshot.
- * In every callback of a list longer than a page, another connection's
- * TRUNCATE checkpoint completes (busy = 0): the read transaction ended
- * before the rows were handed out.  Every event comes, once, in order. */
+/* docs/DESIGN.md "The store contract": a reader blocked on its output holds
+ * no snapshot.  In every callback of a list longer than a page, another
+ * connection's TRUNCATE checkpoint completes (busy = 0): the read
+ * transaction ended before the rows were handed out.  Every event comes,
+ * once, in order. */
 struct pin_check {
 	sqlite3	*other;
 	int	 n, pinned;

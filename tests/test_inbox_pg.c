@@ -1,5 +1,5 @@
 /*
- * test_inbox_pg: lib/inbox_pg*.c — inbox.h's contract on a real
+ * test_inbox_pg: lib/store/postgresql/ — store/inbox.h's contract on a real
  * PostgreSQL (the database WEBHOOK_TEST_DATABASE names; tests/run gets one
  * from tests/pgserver.py): storing and duplicates (which write `seen`),
  * hand-out order, the hold rule, the stale rule, leases between two

@@ -94,7 +94,8 @@ START_TEST(output_indents_each_line)
 }
 END_TEST
 
-/* Issue 18: the output decoded for reading, never a literal \x0a. */
+/* docs/DESIGN.md "The operator's tools": the output decoded for reading,
+ * never a literal \x0a. */
 START_TEST(output_is_decoded_for_reading)
 {
 	char *out = NULL;
@@ -132,8 +133,9 @@ START_TEST(event_json_escapes_and_keeps_body)
 	ck_assert_ptr_nonnull(o = present_event_json(&e, 1));
 	v = cJSON_GetObjectItemCaseSensitive(o, "webhook_id");
 	ck_assert(cJSON_IsString(v));
-	/* Issue 18: the id round-trips (the printed JSON escapes the control
-	 * byte as \u0001, so no line is forged on the way). */
+	/* docs/DESIGN.md "The operator's tools": the id round-trips (the
+	 * printed JSON escapes the control byte as \u0001, so no line is
+	 * forged on the way). */
 	ck_assert_str_eq(v->valuestring, "msg_\x01x");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "type")));
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "object_id")));
@@ -154,8 +156,9 @@ START_TEST(event_json_escapes_and_keeps_body)
 }
 END_TEST
 
-/* Issue 18: non-ASCII ids as real UTF-8, the output's newlines as "\n"
- * (not "\\x0a"), bytes that are not UTF-8 as \xHH text. */
+/* docs/DESIGN.md "The operator's tools": non-ASCII ids as real UTF-8, the
+ * output's newlines as "\n" (not "\\x0a"), bytes that are not UTF-8 as \xHH
+ * text. */
 START_TEST(event_json_keeps_utf8_and_escapes_the_rest)
 {
 	struct inbox_event e;

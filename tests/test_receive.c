@@ -1,9 +1,9 @@
 /*
- * test_receive: lib/receive/receive.c — DESIGN.md's status table ("The receiver's
- * answers"), one test per row and the order of the checks, over the fake
- * request (lib/receive/request.h) and a real SQLite inbox in a temporary
- * directory.  The end-to-end suites send the same through real servers;
- * these say which row broke without one.
+ * test_receive: lib/receive/receive.c — the status table of docs/DESIGN.md
+ * "The receiver's answers", one test per row and the order of the checks,
+ * over the fake request (lib/receive/request.h) and a real SQLite inbox in
+ * a temporary directory.  The end-to-end suites send the same through real
+ * servers; these say which row broke without one.
  */
 #include <stdarg.h>
 #include <stdint.h>

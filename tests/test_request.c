@@ -237,10 +237,10 @@ START_TEST(cgi_read_error)
 }
 END_TEST
 
-/* Issue 21 item 1: plain CGI has the request's deadline too.  A client
- * that sends nothing more (a pipe kept open, nothing written) gets
- * REQUEST_READ_LATE at the deadline, not a process held until the web
- * server's own timeout. */
+/* Plain CGI has the request's deadline too (docs/DESIGN.md "The receiver's
+ * answers", 408; docs/caps.md, RECEIVE_DEADLINE_S).  A client that sends
+ * nothing more (a pipe kept open, nothing written) gets REQUEST_READ_LATE
+ * at the deadline, not a process held until the web server's own timeout. */
 START_TEST(cgi_read_deadline)
 {
 	struct request r;

@@ -1,10 +1,11 @@
 /*
- * test_runlock: lib/drain/runlock.c — one `webhook-drain run` per inbox at a time
- * (DESIGN.md "The drainer": an overlapping run exits 0 quietly).  The lock
- * is an flock on "<database>.drain-lock"; flock belongs to the open file
- * description, so two runlock_try calls in one process contend like two
- * drainers, and a forked child holds the lock through its inherited copy.
- * Every test works in one mkdtemp directory that main removes at the end.
+ * test_runlock: lib/drain/runlock.c — one `webhook-drain run` per inbox at
+ * a time (docs/DESIGN.md "The drainer": an overlapping run exits 0
+ * quietly).  The lock is an flock on "<database>.drain-lock"; flock belongs
+ * to the open file description, so two runlock_try calls in one process
+ * contend like two drainers, and a forked child holds the lock through its
+ * inherited copy.  Every test works in one mkdtemp directory that main
+ * removes at the end.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /*
- * test_site: lib/receive/site.c — the config cache (DESIGN.md "Configuration"):
- * where the config is found, that an edited config is in effect from the
- * next request on while a request holding the old one keeps it, that a
- * bad config still gives a site (answered 503) and is logged once, that
- * a config or database inside the document root is refused with one log
- * line, and that the inbox opened stores (direct and group commit).
+ * test_site: lib/receive/site.c — the config cache (docs/DESIGN.md
+ * "Configuration"): where the config is found, that an edited config is in
+ * effect from the next request on while a request holding the old one keeps
+ * it, that a bad config still gives a site (answered 503) and is logged
+ * once, that a config or database inside the document root is refused with
+ * one log line, and that the inbox opened stores (direct and group commit).
  * Temporary files in one directory.
  */
 #include <fcntl.h>

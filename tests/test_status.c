@@ -99,8 +99,9 @@ START_TEST(each_rule_at_its_limit)
 }
 END_TEST
 
-/* Issue 21 item 7: times from the future (the clock stepped back) need a
- * human: a retry beyond retry_max from now, an arrival beyond settle. */
+/* docs/DESIGN.md "The operator's tools": times from the future (the clock
+ * stepped back) need a human: a retry beyond retry_max from now, an arrival
+ * beyond settle. */
 START_TEST(times_from_the_future)
 {
 	struct inbox_status_report r;
@@ -147,8 +148,9 @@ START_TEST(json_has_nulls_and_attention)
 }
 END_TEST
 
-/* Issue 18: a run with failures and nothing done, a run that broke, and
- * an event failing past --max-failing each need a human at once. */
+/* docs/DESIGN.md "The operator's tools": a run with failures and nothing
+ * done, a run that broke, and an event failing past --max-failing each need
+ * a human at once. */
 START_TEST(failing_is_seen_within_one_run)
 {
 	struct inbox_status_report r;

@@ -698,9 +698,10 @@ START_TEST(escape_exact_fit_not_cut)
 }
 END_TEST
 
-/* Issue 21 item 3: one path resolution for the guard and the open.
- * DIR/missing/../x does not resolve (SQLite would read it as DIR/x,
- * open(2) fails on it): refused, and counted as inside any directory. */
+/* docs/DESIGN.md "Configuration", refusals: one path resolution for the
+ * guard and the open.  DIR/missing/../x does not resolve (SQLite would read
+ * it as DIR/x, open(2) fails on it): refused, and counted as inside any
+ * directory. */
 START_TEST(path_resolve_and_inside)
 {
 	char tmpl[] = "/tmp/test_util_path.XXXXXX", sub[PATH_MAX * 2],
@@ -746,8 +747,8 @@ START_TEST(path_resolve_and_inside)
 }
 END_TEST
 
-/* Issue 21 item 6: the drainer logs its problems to `log` too, only when
- * it is a file (stderr would get them twice). */
+/* docs/DESIGN.md "Configuration", `log`: the drainer logs its problems to
+ * `log` too, only when it is a file (stderr would get them twice). */
 START_TEST(log_is_file_follows_log_open)
 {
 	char path[] = "/tmp/test_util_log.XXXXXX";

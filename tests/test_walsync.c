@@ -1,12 +1,13 @@
 /*
- * test_walsync: lib/store/sqlite/walsync.c — receiver processes share WAL syncs
- * (issue 5).  The rule under test: a commit returns only after a sync that
- * STARTED after its ticket was taken has completed, its own or another
- * process's; never waits long for a slow or dead syncer; never trusts a
- * sync that failed or a file it does not recognise.  The "sync" here is a
- * callback that counts its calls in shared memory (and may sleep, fail or
- * be killed), so each scenario is exact; the real fdatasync is exercised
- * by tests/e2e_durability.py.  Files live in one mkdtemp directory.
+ * test_walsync: lib/store/sqlite/walsync.c — receiver processes share WAL
+ * syncs (docs/durability.md "Several processes: shared syncs").  The rule
+ * under test: a commit returns only after a sync that STARTED after its
+ * ticket was taken has completed, its own or another process's; never waits
+ * long for a slow or dead syncer; never trusts a sync that failed or a file
+ * it does not recognise.  The "sync" here is a callback that counts its
+ * calls in shared memory (and may sleep, fail or be killed), so each
+ * scenario is exact; the real fdatasync is exercised by
+ * tests/e2e_durability.py.  Files live in one mkdtemp directory.
  */
 #include <errno.h>
 #include <fcntl.h>

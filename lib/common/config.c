@@ -1,5 +1,5 @@
 /*
- * config: DESIGN.md "Configuration" (contract).  See common/config.h.
+ * config: docs/DESIGN.md "Configuration" (contract).  See common/config.h.
  *
  * One table, keys[], says everything about every key: its kind (how the
  * value is read), whether it may be repeated or is required, its default
@@ -457,8 +457,9 @@ set_key(struct parse *p, const char *name, const char *v)
 }
 
 /*
- * inih reads the lines (DESIGN.md: `key = value`, whole-line `#`/`;`
- * comments, blanks around keys and values dropped, a UTF-8 BOM skipped);
+ * inih reads the lines (docs/DESIGN.md "Configuration": `key = value`,
+ * whole-line `#`/`;` comments, blanks around keys and values dropped, a
+ * UTF-8 BOM skipped);
  * it reads them through read_line, which counts them, so that each error
  * names its own line, and refuses a section line as it passes (inih
  * reports one only when a key follows it).

@@ -1,5 +1,5 @@
 /*
- * config: the one INI-style file of DESIGN.md "Configuration" (contract).
+ * config: the one INI-style file of docs/DESIGN.md "Configuration" (contract).
  *
  * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
@@ -43,7 +43,8 @@ struct config {
 	char			*database;	/* owned */
 	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
 	size_t			 nsecrets;
-	/* Defaults and ranges: the table in common/config.c (DESIGN.md). */
+	/* Defaults and ranges: the table in common/config.c
+	 * (docs/DESIGN.md "Configuration"). */
 	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
 	int64_t			 max_body_bytes;	/* largest body taken */
 	char			*handler;	/* owned; NULL when unset */
@@ -118,7 +119,8 @@ int	config_load_text(const char *path, const char *text, size_t len,
 
 /* As config_load, but on failure err holds every error of the file, one
  * "file:line: key: what" line each, in file order (`check`: one pass
- * reports them all, issue 18), then the required keys that are missing;
+ * reports them all, docs/DESIGN.md "The operator's tools"), then the
+ * required keys that are missing;
  * and c keeps every key that loaded (the defaults, or NULL, for the
  * others; c->path NULL when the file could not be read), so that check
  * can go on with the findings that do not need the rest.  config_free c

@@ -1,7 +1,7 @@
 /*
  * instant: event clocks as comparable instants.
  *
- * DESIGN.md "Order": times are compared as instants (ISO-8601 with
+ * docs/DESIGN.md "Order": times are compared as instants (ISO-8601 with
  * fractional seconds and any offset), never as text.  We store every
  * instant in one normalised text form, UTC with nanoseconds,
  *

@@ -31,7 +31,7 @@ int util_parse_decimal(const char *s, size_t len, int64_t max, int64_t *out) WAR
 int util_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) WARN_UNUSED;
 
 /*
- * Parse a duration as DESIGN.md "Configuration" defines it: whole seconds,
+ * Parse a duration as docs/DESIGN.md "Configuration" defines it: whole seconds,
  * or a number followed by one unit of s, m, h, d ("90s", "15m", "36h",
  * "7d").  Stores seconds (0 ≤ seconds ≤ max_seconds) in *out; returns 0, or
  * -1 when malformed or out of range.

@@ -1,13 +1,13 @@
 /*
  * digest: what one `webhook-drain run` says about its failures, as one
- * message for a person (issue 18).  Cron mails a run's output; a storm of
- * 200 events failing on the same handler bug must make one short mail,
- * not 200 near-identical lines.  So the run adds each event's outcome here
- * (lib/drain/drain.h's event hook) and prints the digest once at its end:
- * counts by outcome, failures grouped by error (same outcome, same
- * `error` such as "exit 255", same output tail = one group, with its first
- * few ids and how many more), the output as lines, and the commands that
- * fix and go on, naming the config the run was given.
+ * message for a person (docs/DESIGN.md "The operator's tools").  Cron mails
+ * a run's output; a storm of 200 events failing on the same handler bug
+ * must make one short mail, not 200 near-identical lines.  So the run adds
+ * each event's outcome here (lib/drain/drain.h's event hook) and prints the
+ * digest once at its end: counts by outcome, failures grouped by error
+ * (same outcome, same `error` such as "exit 255", same output tail = one
+ * group, with its first few ids and how many more), the output as lines,
+ * and the commands that fix and go on, naming the config the run was given.
  *
  * Only news is reported: an event's first failure and its death.  A later
  * failure of an event already reported is counted, never listed (it was

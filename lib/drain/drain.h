@@ -1,5 +1,5 @@
 /*
- * drain: one `webhook-drain run` (DESIGN.md "The drainer", contract):
+ * drain: one `webhook-drain run` (docs/DESIGN.md "The drainer", contract):
  * take the run lock, claim due events in order, hand each to the handler
  * (refetching truncated objects first), record done / retry / dead with
  * the retry policy below, then apply retention and note the run's outcome.
@@ -152,7 +152,7 @@ int64_t	drain_retry_delay(const struct config *c, int64_t failures);
 #define DRAIN_HANDLER_ENV_MAX	16
 
 /*
- * The handler's environment for event e (DESIGN.md "Handler"): the
+ * The handler's environment for event e (docs/DESIGN.md "Handler"): the
  * WEBHOOK_* variables, WEBHOOK_STALE when stale, what refetch rf decided,
  * WEBHOOK_ATTEMPT = attempt (text); the API token removed.  Values point
  * into e and attempt.  Fills env (DRAIN_HANDLER_ENV_MAX) and returns how

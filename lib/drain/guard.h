@@ -4,8 +4,9 @@
  * The drainer enforces handler_timeout itself (lib/drain/handler.c).  A drainer
  * that is SIGKILLed (kill -9, the OOM killer, a host's watchdog) cannot:
  * its handler runs on with no deadline, beside the event's next hand-out
- * once the PostgreSQL lease expired (DESIGN.md promises never two
- * hand-outs of one event at once), and on SQLite holding the inherited
+ * once the PostgreSQL lease expired (docs/DESIGN.md "Per-object order
+ * under failure" promises never two hand-outs of one event at once), and
+ * on SQLite holding the inherited
  * run lock for as long as it hangs, so that no run drains anything.
  *
  * The guard is a small process forked once per drainer process, at its

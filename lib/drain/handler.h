@@ -1,5 +1,5 @@
 /*
- * handler: run the user's command for one event (DESIGN.md "Handler").
+ * handler: run the user's command for one event (docs/DESIGN.md "Handler").
  *
  * `/bin/sh -c COMMAND` in a process group of its own, the event's body on
  * stdin, WEBHOOK_* in the environment, stdout and stderr captured together

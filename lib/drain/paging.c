@@ -266,7 +266,7 @@ sync_one(struct walk *w, const cJSON *it, const char *kind, const char *idtext,
 	paging_sync_id(kind, idtext, norm, wid);
 	snprintf(type, sizeof type, "%s.synced", kind);
 	/* The object's updated_at is the event clock and the object
-	 * version: both clocks (DESIGN.md "Stale rule"). */
+	 * version: both clocks (docs/DESIGN.md "Stale rule"). */
 	if ((ev = cJSON_CreateObject()) == NULL)
 		return -1;
 	cJSON_AddStringToObject(ev, "id", wid);

@@ -1,12 +1,12 @@
 /*
- * ping: the heartbeat of `webhook-drain run --ping URL` (issue 18).  The
- * owner's cron mail says nothing when cron itself stops; an external
- * monitor (healthchecks.io and the like) that expects a request after
- * every run does.  The request follows that convention: a POST to URL
- * after a good run, to URL/fail after a run with failures, the body the
- * first lines of what the run printed.  It is bounded in time and never
- * changes the run's outcome: a monitor that is down must not make the
- * drainer fail or wait.
+ * ping: the heartbeat of `webhook-drain run --ping URL` (docs/DESIGN.md
+ * "The operator's tools").  The owner's cron mail says nothing when cron
+ * itself stops; an external monitor (healthchecks.io and the like) that
+ * expects a request after every run does.  The request follows that
+ * convention: a POST to URL after a good run, to URL/fail after a run with
+ * failures, the body the first lines of what the run printed.  It is
+ * bounded in time and never changes the run's outcome: a monitor that is
+ * down must not make the drainer fail or wait.
  */
 #ifndef WEBHOOK_PING_H
 #define WEBHOOK_PING_H

@@ -1,12 +1,12 @@
 /*
  * refetch: the object of a truncated event, fetched from the provider's API
  * and put where the event's `data` was (PROVIDER.md "Quando vier
- * object_truncated, busque o objeto"; DESIGN.md "Handler": stdin gets the
+ * object_truncated, busque o objeto"; docs/DESIGN.md "Handler": stdin gets the
  * stored body with `data` replaced by the fetched object).  Also for events
  * the config's `refetch` list names, which the operator wants fresh.
  *
  * The fetched object's `updated_at` is its version and serves as both of
- * its clocks (DESIGN.md "Stale rule"): an object the API serves at a
+ * its clocks (docs/DESIGN.md "Stale rule"): an object the API serves at a
  * version older than what was already done makes the event stale.
  */
 #ifndef WEBHOOK_REFETCH_H

@@ -1,5 +1,5 @@
 /*
- * runlock: one `webhook-drain run` per inbox at a time (DESIGN.md "The
+ * runlock: one `webhook-drain run` per inbox at a time (docs/DESIGN.md "The
  * drainer": an overlapping run exits 0 quietly and touches nothing).
  *
  * An flock(2) on "<database>.drain-lock".  The descriptor is deliberately

@@ -1,5 +1,5 @@
 /*
- * bulk: `requeue` and `forget` (DESIGN.md "The drainer"), by one id or by
+ * bulk: `requeue` and `forget` (docs/DESIGN.md "The drainer"), by one id or by
  * filters, with the dry run's count first.  Moved out of webhook-drain.c
  * so the CLI only parses and prints.
  */

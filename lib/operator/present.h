@@ -1,6 +1,6 @@
 /*
  * present: how the drainer shows events and times to a person or a script
- * (DESIGN.md "The drainer": list, show, status).  Every string that came
+ * (docs/DESIGN.md "The drainer": list, show, status).  Every string that came
  * from outside (ids, types, handler output) goes through util_escape here,
  * so a hostile body cannot forge lines or send terminal escapes; JSON
  * output stays valid UTF-8 for the same reason.

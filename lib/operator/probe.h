@@ -1,11 +1,12 @@
 /*
- * probe: `webhook-drain check --url URL` (issue 18) — the endpoint end to
- * end, as the provider will use it: a signed small body and a signed
- * 250 KB one must be stored (200 from the receiver itself; the large one
- * takes Apache's plain-CGI branch), a wrong signature refused (401), a
- * GET refused (405).  Each failure names the quickstart step to revisit
- * (README, "Shared hosting quickstart").  The two signed test events are
- * stored like `send`'s (type webhook_inbox.test): the handler gets them.
+ * probe: `webhook-drain check --url URL` (docs/DESIGN.md "The operator's
+ * tools") — the endpoint end to end, as the provider will use it: a signed
+ * small body and a signed 250 KB one must be stored (200 from the receiver
+ * itself; the large one takes Apache's plain-CGI branch), a wrong signature
+ * refused (401), a GET refused (405).  Each failure names the quickstart
+ * step to revisit (README, "Shared hosting quickstart").  The two signed
+ * test events are stored like `send`'s (type webhook_inbox.test): the
+ * handler gets them.
  */
 #ifndef WEBHOOK_PROBE_H
 #define WEBHOOK_PROBE_H

@@ -1,5 +1,5 @@
 /*
- * status: what `webhook-drain status` reports (DESIGN.md "The drainer"):
+ * status: what `webhook-drain status` reports (docs/DESIGN.md "The drainer"):
  * counts per state, the oldest pending event, the last run, and the lines
  * that need a human ("attention"): dead events, a pending event older than
  * allowed, a cron that stopped running the drainer, a run lock held for
@@ -43,17 +43,17 @@ void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
 	    int64_t retry_max_s, int64_t settle_s, struct status_attention *a);
 
 /*
- * Issue 18: failing is a state to see, within one run of the first
- * failure, not an hour later.  Adds to a (after status_attention) a line
- * when the last run failed outright (its outcome "error: ...": the inbox
- * broke mid-run, e.g. a full disk) or had failures and nothing done, and
- * a line when the oldest event waiting for a retry was received more than
- * max_failing_s ago (received, not first failed: the inbox keeps no first
- * failure time, and a run hands an event out within a minute of its
- * arrival; a requeued event counts from its arrival too).  Instead of
- * the first line, while events are retrying and no event was done since
- * the oldest of them arrived, a line says so: the runs between retries
- * do nothing and end "ok", and must not make the report "ok" with them.
+ * Failing is a state to see within one run of the first failure, not an
+ * hour later (docs/DESIGN.md "The operator's tools").  Adds to a (after
+ * status_attention) a line when the last run failed outright (its outcome
+ * "error: ...": the inbox broke mid-run, e.g. a full disk) or had failures
+ * and nothing done, and a line when the oldest event waiting for a retry
+ * first failed more than max_failing_s ago (r->oldest_failing: its first
+ * failure since it was received or requeued, so a wait behind its object or
+ * a cron gap before it failed does not count).  Instead of the first line,
+ * while events are retrying and no event was done since the oldest of them
+ * first failed, a line says so: the runs between retries do nothing and end
+ * "ok", and must not make the report "ok" with them.
  */
 void	status_failing(const struct inbox_status_report *r, int64_t now_ns,
 	    int64_t max_failing_s, struct status_attention *a);

@@ -1,8 +1,9 @@
 /*
  * trial: run the user's handler now, outside a run, on one stored event
  * (`webhook-drain try ID`) or on a synthetic one (`check --handler`), and
- * report what it did (issue 18).  An operator fixing a handler at 3 a.m.
- * wants to see it work on one real event before requeueing hundreds.
+ * report what it did (docs/DESIGN.md "The operator's tools").  An operator
+ * fixing a handler at 3 a.m. wants to see it work on one real event before
+ * requeueing hundreds.
  *
  * try gives the handler exactly the stdin and environment a run would
  * give (drain_handler_env, the config file's directory as the working

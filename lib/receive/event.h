@@ -1,6 +1,6 @@
 /*
  * event: what the inbox extracts from a body once, at receive time
- * (DESIGN.md "The inbox": type, created_at, object_type, object_id,
+ * (docs/DESIGN.md "The inbox": type, created_at, object_type, object_id,
  * updated_at, truncated; PROVIDER.md "A delivery").
  *
  * Extraction never refuses a delivery: a body that is not JSON, or whose

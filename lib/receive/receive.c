@@ -1,5 +1,6 @@
 /*
- * receive: DESIGN.md's status table over one request — receive/receive.h.
+ * receive: the status table of docs/DESIGN.md "The receiver's answers"
+ * over one request — receive/receive.h.
  *
  * Each row of the table is one step below; the steps run in the table's
  * order and the first that refuses gives the answer.  A step returns 0 to
@@ -327,7 +328,7 @@ store(struct receive *rv, struct attempt *a)
 	return 503;
 }
 
-/* DESIGN.md "The receiver's answers", in its order. */
+/* docs/DESIGN.md "The receiver's answers", in its order. */
 static int (*const steps[])(struct receive *, struct attempt *) = {
 	check_method,		/* 405 */
 	take_site,		/* 503: misconfigured, inbox unopenable */

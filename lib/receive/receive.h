@@ -1,5 +1,6 @@
 /*
- * receive: one webhook delivery taken by DESIGN.md's status table, over a
+ * receive: one webhook delivery taken by the status table of
+ * docs/DESIGN.md "The receiver's answers", over a
  * request (lib/receive/request.h) and a site (lib/receive/site.h): method, config,
  * webhook headers, body size, body, timestamp and signature, then one
  * store under the webhook-id — and the answer.  Nothing here makes a

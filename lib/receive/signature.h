@@ -41,7 +41,7 @@ struct signature_key {
 };
 
 /*
- * Parse one configured `secret` value (DESIGN.md "Configuration"):
+ * Parse one configured `secret` value (docs/DESIGN.md "Configuration"):
  * "whsec_" + standard base64 (padded or not; the prefix is optional) of
  * 1..SIGNATURE_KEY_MAX bytes, or "whpk_" + standard base64 of a 32-byte
  * Ed25519 public key.  URL-safe alphabets, stray characters and non-zero

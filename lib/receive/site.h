@@ -1,6 +1,6 @@
 /*
  * site: the receiver's config and the inbox it names, shared by the
- * request threads of a process (DESIGN.md "Configuration").
+ * request threads of a process (docs/DESIGN.md "Configuration").
  *
  * The config is found through WEBHOOK_CONF as a FastCGI/CGI parameter,
  * then the process environment, then webhook.conf beside the executable,

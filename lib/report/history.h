@@ -1,6 +1,6 @@
 /*
- * history: the bucket math of the inbox's history (issue 19): fixed time
- * buckets, fixed histogram buckets, quantiles read back from them, and the
+ * history: the bucket math of the inbox's history (docs/report.md): fixed
+ * time buckets, fixed histogram buckets, quantiles read back from them, and the
  * run's batch of increments that the drainer writes in one transaction at
  * the end of a run (inbox_history_add).  No I/O here: lib/store/sqlite/history.c
  * stores it, lib/report/report.c reads it.

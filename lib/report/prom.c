@@ -1,11 +1,11 @@
 /*
- * report_prom: the report as Prometheus text (metrics.prom, a
- * node_exporter textfile or a static file to scrape) and as the fields
- * issue 19 adds to `status --json` (report/report.h).  Names follow the
+ * report_prom: the report as Prometheus text (metrics.prom, a node_exporter
+ * textfile or a static file to scrape) and as the fields the report adds to
+ * `status --json` (report/report.h; docs/report.md).  Names follow the
  * ecosystem's rules: `_total` for counters, base units (`_seconds`,
  * `_bytes`), no label per event or object (their number is unbounded).
- * Counters are sums of the history, so they only grow (a scrape's rate()
- * is right across retention).
+ * Counters are sums of the history, so they only grow (a scrape's rate() is
+ * right across retention).
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
- * report: the operator's view without a daemon (issue 19): what the inbox
- * holds now and its history, gathered once (report_collect) and written
- * as a static page (index.html), Prometheus text (metrics.prom) and the
- * extra fields of `status --json`.  Files are written atomically (a
+ * report: the operator's view without a daemon (docs/report.md): what the
+ * inbox holds now and its history, gathered once (report_collect) and
+ * written as a static page (index.html), Prometheus text (metrics.prom) and
+ * the extra fields of `status --json`.  Files are written atomically (a
  * temporary file in the same directory, then rename), so a web server or
  * node_exporter never reads half of one.
  *
@@ -114,12 +114,12 @@ void	report_html(FILE *f, const struct report *r);
 void	report_prom(FILE *f, const struct report *r);
 
 /*
- * The fields issue 19 adds to `status --json`, into o (status_json's
- * object: its keys stay as they were): "version" (REPORT_JSON_VERSION,
- * raised when a key changes meaning or goes), queue by state, oldest
- * ready age, blocked objects, windows 1h/24h with p95s, file sizes, and
- * "health" {ok, reasons} from the attention lines.  docs/status.schema.json
- * is the schema.
+ * The fields the report adds to `status --json` (docs/report.md), into o
+ * (status_json's object: its keys stay as they were): "version"
+ * (REPORT_JSON_VERSION, raised when a key changes meaning or goes), queue
+ * by state, oldest ready age, blocked objects, windows 1h/24h with p95s,
+ * file sizes, and "health" {ok, reasons} from the attention lines.
+ * docs/status.schema.json is the schema.
  */
 #define REPORT_JSON_VERSION	1
 void	report_status_json(cJSON *o, const struct report *r,

@@ -1,9 +1,9 @@
 /*
- * runrec: one drainer run as history (issue 19): the run's events, told
- * through drain_hooks, become counters and histograms in 5-minute buckets
- * (report/history.h), and the run itself a row of `runs`; runrec_save writes both
- * in one transaction after the run.  Kept apart from lib/drain/drain.c so that
- * the run's logic does not change for it.
+ * runrec: one drainer run as history (docs/report.md): the run's events,
+ * told through drain_hooks, become counters and histograms in 5-minute
+ * buckets (report/history.h), and the run itself a row of `runs`;
+ * runrec_save writes both in one transaction after the run.  Kept apart
+ * from lib/drain/drain.c so that the run's logic does not change for it.
  *
  * What is counted (names as stored in `history`):
  *   handled   label ''          handler exited 0

@@ -1,5 +1,6 @@
 /*
- * inbox: the event store (DESIGN.md "The inbox", "The drainer").
+ * inbox: the event store (docs/DESIGN.md "The inbox", "The store contract",
+ * "The drainer").
  *
  * This interface speaks of events, states and filters only — never of a
  * database's handles, settings or query text — so that two engines sit
@@ -32,8 +33,8 @@
 struct inbox;
 
 /*
- * When a commit is durable (DESIGN.md `synchronous`; the config's
- * CONFIG_SYNC_* map one to one, in the same order).
+ * When a commit is durable (docs/DESIGN.md "Configuration", `synchronous`;
+ * the config's CONFIG_SYNC_* map one to one, in the same order).
  */
 enum inbox_sync {
 	INBOX_SYNC_FULL = 0,	/* on disk before the call returns: a
@@ -249,8 +250,9 @@ struct inbox_event {
 	int	 blocked;
 	/* Set by the drainer when the handler was given the object as the API
 	 * returned it (normalised updated_at; "" otherwise): inbox_finish_done
-	 * then advances both of the object's clocks to it (DESIGN.md "Stale
-	 * rule": objects from the API carry updated_at as both clocks). */
+	 * then advances both of the object's clocks to it (docs/DESIGN.md
+	 * "Stale rule": objects from the API carry updated_at as both
+	 * clocks). */
 	char	 object_version[INSTANT_SIZE];
 };
 void	inbox_event_init(struct inbox_event *e);
@@ -260,7 +262,7 @@ void	inbox_event_free(struct inbox_event *e);	/* then reusable */
  * The drainer's cursor over due events, in hand-out order (sort_at, then
  * arrival).  An event is due when pending, next_at ≤ now, received at
  * least `settle_ns` ago (unless requeued), and no pending event of its own
- * object sorts before it (DESIGN.md "Per-object order under failure").
+ * object sorts before it (docs/DESIGN.md "Per-object order under failure").
  * Times from the future are due too (the clock stepped back, or ahead and
  * back: an NTP step, a restored VM): a next attempt later than now +
  * `future_ns` (retry_max: no backoff schedules one that far; 0: no such
@@ -289,7 +291,7 @@ enum inbox_claim {
 
 /*
  * In one transaction: re-check that `e` is still pending and first of its
- * object, apply the stale rule (DESIGN.md "Stale rule") and either mark it
+ * object, apply the stale rule (docs/DESIGN.md "Stale rule") and either mark it
  * stale or count the hand-out (attempts + 1, reflected in e->attempts).
  * *claim says which.  Returns INBOX_OK or BUSY/FAILED.
  *
@@ -419,11 +421,11 @@ enum inbox_status inbox_is_stale(struct inbox *ib, const struct inbox_event *e,
 	    int *stale, struct buf *err) __attribute__((warn_unused_result));
 
 /*
- * Retention (DESIGN.md `retention`): bodies and outputs of done/stale events
- * finished before now - retention are dropped; their rows, and object clocks
- * not advanced since, go after max(retention, 31 days).  Dead events are
- * never purged.  Works in batches of INBOX_PURGE_BATCH rows, one short
- * transaction each.  Counts go to *bodies and *rows.
+ * Retention (docs/DESIGN.md "Retention"): bodies and outputs of done/stale
+ * events finished before now - retention are dropped; their rows, and
+ * object clocks not advanced since, go after max(retention, 31 days).  Dead
+ * events are never purged.  Works in batches of INBOX_PURGE_BATCH rows, one
+ * short transaction each.  Counts go to *bodies and *rows.
  */
 #define INBOX_PURGE_BATCH	500
 #define INBOX_KEEP_IDS_NS	(31LL * 86400 * 1000000000)
@@ -490,7 +492,7 @@ enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,
 	    const char *outcome, struct buf *err)
 	    __attribute__((warn_unused_result));
 
-/* ---- history (issue 19; lib/report/history.h, lib/store/sqlite/history.c) ------------- */
+/* ---- history (docs/report.md; lib/report/history.h) ----------------------- */
 
 /* A drainer run as `runs` keeps it.  result: "ok", "failures", "error". */
 struct inbox_run_record {

@@ -1,4 +1,4 @@
-/* schema.sql compiled into both binaries (DESIGN.md "The shape"), with a
+/* schema.sql compiled into both binaries (docs/DESIGN.md "The shape"), with a
  * terminating NUL so it can be handed to sqlite3_exec; the same for
  * schema-pg.sql (the PostgreSQL inbox's) as schema_pg_sql, by
  * -DSCHEMA_SYM (Makefile). */

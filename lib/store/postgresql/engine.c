@@ -4,8 +4,9 @@
  * a short backoff between failed attempts), the schema and its version,
  * synchronous_commit, the server's warnings, storing deliveries (a
  * duplicate writes, so that its commit is durable only once the first
- * copy is), cursors, and the helpers the other lib/inbox_pg*.c share
- * (store/postgresql/private.h); the statements themselves go through lib/store/postgresql/statements.c.
+ * copy is), cursors, and the helpers the other files of
+ * lib/store/postgresql/ share (private.h); the statements themselves go
+ * through lib/store/postgresql/statements.c.
  * docs/postgresql.md says why each is as it is.
  *
  * Discipline as SQLite's (STYLE.md 11): parameters bound, never spliced
@@ -163,7 +164,7 @@ connect_db(struct inbox_pg *ib, const char *uri, int64_t deadline,
 }
 
 /*
- * Commits wait for the WAL flush (DESIGN.md: a 200 survives a power cut):
+ * Commits wait for the WAL flush (docs/DESIGN.md "The receiver's answers": a 200 survives a power cut):
  * synchronous_commit `on` at least.  The server's or the role's default
  * may say `off` or `local`; remote_write, on and remote_apply are kept.
  */

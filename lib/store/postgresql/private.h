@@ -1,7 +1,7 @@
 /*
  * postgresql/private.h: what the PostgreSQL engine of store/inbox.h
  * shares between its files (docs/postgresql.md).  PRIVATE: include it
- * only from lib/store/postgresql/*.c and the unit tests.
+ * only from the files of lib/store/postgresql/ and the unit tests.
  *
  *   engine.c        the connection (open with a deadline, the schema,
  *                   synchronous_commit, warnings), storing, cursors, the

@@ -152,7 +152,7 @@ inbox_pg_next_due(struct inbox *pib, struct inbox_cursor *cur, int64_t now_ns,
 }
 
 /*
- * The stale rule (DESIGN.md "Stale rule"; lib/store/sqlite/rules.c's
+ * The stale rule (docs/DESIGN.md "Stale rule"; lib/store/sqlite/rules.c's
  * check_stale says it in words), for PostgreSQL, the one place it is
  * written: an event of object ($1, $2) created at $3, updated at $4 is
  * stale when strictly older than what was done for the object by either

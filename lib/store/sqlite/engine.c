@@ -46,7 +46,7 @@ static const char migrate_v2[] =
     "PRAGMA user_version = 2";
 
 /*
- * Version 2 to 3: the history tables (issue 19).  They are the tail of
+ * Version 2 to 3: the history tables (docs/report.md "History (schema version 3)").  They are the tail of
  * schema.sql from this marker on, applied as they are, so a migrated inbox
  * has the same schema as a new one by construction; before them,
  * events.first_error (NULL for rows failed before).  Only the drainer

@@ -1,8 +1,9 @@
 /*
- * inbox_history: the SQLite implementation of store/inbox.h's history functions
- * (issue 19): the run's increments and record, the fold of 5-minute
- * buckets into days, reading them back, and the queue's shape now (ready,
- * oldest ready, blocked objects) for the report and `status --json`.
+ * inbox_history: the SQLite implementation of store/inbox.h's history
+ * functions (docs/report.md): the run's increments and record, the fold of
+ * 5-minute buckets into days, reading them back, and the queue's shape now
+ * (ready, oldest ready, blocked objects) for the report and
+ * `status --json`.
  *
  * Counting `received` happens where rows are admitted (admit_chunk in
  * store/sqlite/rules.c calls ib_history_count_received in its transaction), so

@@ -1,9 +1,9 @@
 /*
  * sqlite/private.h: what the SQLite engine of store/inbox.h shares between
- * its files, and its WAL policy.  PRIVATE: include it only from
- * lib/store/sqlite/*.c and the unit tests — never from a program that
- * should work with any inbox (as SQLite keeps sqliteInt.h apart from
- * sqlite3.h).
+ * its files, and its WAL policy.  PRIVATE: include it only from the
+ * files of lib/store/sqlite/ and the unit tests — never from a program
+ * that should work with any inbox (as SQLite keeps sqliteInt.h apart
+ * from sqlite3.h).
  *
  *   engine.c        the connection (open, close, schema), storing, reading
  *                   rows, the helpers below (ib_*), the engine's table
@@ -105,7 +105,7 @@ enum inbox_status inbox_wal_checkpoint_turn(struct inbox *ib, int frames,
 /* Frames in the WAL after this connection's last commit (group commit). */
 int	inbox_wal_frames(const struct inbox *ib);
 
-/* ---- shared by lib/inbox*.c only ---------------------------------------- */
+/* ---- shared by the files of lib/store/sqlite/ only ------------------ */
 
 /* ---- the engine's operations (store/engine.h), by the file that has them.
  * Each keeps the contract of the function of the same name in

@@ -1,6 +1,6 @@
 /*
  * inbox_rules: the inbox's rules in the SQLite implementation — order,
- * hold and stale (DESIGN.md "The drainer", "Per-object order under
+ * hold and stale (docs/DESIGN.md "The drainer", "Per-object order under
  * failure", "Stale rule"; docs/inbox-rules.md): the drainer's due events,
  * its claims and verdicts, the operator's list (which shows the hold), and
  * the object clocks the stale rule reads.
@@ -24,7 +24,7 @@
 #define OUTPUT_KEEP	4096
 
 /*
- * The hold rule (DESIGN.md "Per-object order under failure";
+ * The hold rule (docs/DESIGN.md "Per-object order under failure";
  * docs/inbox-rules.md "Hold"), the one place it is written: a pending
  * event with an object key is held while a pending event of its own
  * object (object_type, object_id) sorts before it in hand-out order
@@ -192,7 +192,7 @@ out:
 }
 
 /*
- * The stale rule (DESIGN.md "Stale rule"), the one place it is written:
+ * The stale rule (docs/DESIGN.md "Stale rule"), the one place it is written:
  * an event is stale when it is strictly older than what was already done
  * for its object by either clock — its created_at before the object's
  * done_created_at, or its updated_at before its done_updated_at (a clock

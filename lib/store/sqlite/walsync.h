@@ -113,7 +113,7 @@ int	walsync_commit(struct walsync *ws, int (*sync)(void *), int (*live)(void *),
  * turn (no process holds the role between turns: an idle one holding it
  * would leave the WAL to grow).
  *
- * Every program that writes the inbox through lib/inbox*.c takes part.  A
+ * Every program that writes the inbox through lib/store/sqlite/ takes part.  A
  * foreign writer (the sqlite3 shell) does not: its commits do not open
  * the gate, and its own auto-checkpoints are outside the rule.
  */
