@@ -41,7 +41,7 @@ TSAN_TESTS = test_committer
 COMMON_SRC  = $(addprefix lib/common/,util.c instant.c config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,signature.c event.c request.c site.c \
 	      receive.c committer.c upgrade.c)
-STORE_SRC   = $(addprefix lib/store/,inbox.c copy.c) \
+STORE_SRC   = $(addprefix lib/store/,inbox.c history.c copy.c) \
 	      $(addprefix lib/store/sqlite/,engine.c rules.c ops.c history.c \
 	      copy.c wal.c stamp.c walsync.c checkpointer.c) \
 	      $(addprefix lib/store/postgresql/,engine.c statements.c rules.c \
@@ -50,7 +50,7 @@ DRAIN_SRC   = $(addprefix lib/drain/,drain.c handler.c guard.c runlock.c \
 	      refetch.c paging.c api.c digest.c ping.c)
 OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c bulk.c trial.c \
 	      setup_check.c sender.c probe.c)
-REPORT_SRC  = $(addprefix lib/report/,history.c runrec.c report.c html.c prom.c)
+REPORT_SRC  = $(addprefix lib/report/,runrec.c report.c html.c prom.c)
 LIB_SRC	 = $(COMMON_SRC) $(RECEIVE_SRC) $(STORE_SRC) $(DRAIN_SRC) \
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
@@ -173,7 +173,7 @@ $(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) $(LI
 # The request path: the receiver's modules too, and SQLite and libfcgi.
 FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
-		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/report/history.c \
+		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/store/history.c \
 		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
 		   lib/store/sqlite/checkpointer.c) \
 		   $(FB)/lib/store/schema.o

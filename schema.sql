@@ -90,7 +90,7 @@ CREATE TABLE cursors (
 
 -- @@ version 3 @@ (lib/store/sqlite/engine.c applies what follows as the migration from 2)
 -- History that retention does not erase (schema version 3; docs/report.md,
--- lib/report/history.h).  Counters and histograms in fixed time buckets: 5
+-- lib/store/history.h).  Counters and histograms in fixed time buckets: 5
 -- minutes (width_s 300) for HISTORY_FINE_KEEP_S, then folded into days
 -- (width_s 86400).  Values only ever grow: reports and metrics read these
 -- sums, never COUNT(*) of rows that retention deletes.  `label` is an

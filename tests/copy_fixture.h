@@ -14,7 +14,7 @@
 
 #include "lib/store/copy.h"
 #include "lib/receive/event.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"
 #include "tests/store_fixture.h"

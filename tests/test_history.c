@@ -1,5 +1,5 @@
 /*
- * test_history: lib/report/history.c (bucket and histogram math, the run's
+ * test_history: lib/store/history.c (bucket and histogram math, the run's
  * batch, error classes), lib/report/runrec.c (a run's events as history),
  * and lib/store/sqlite/history.c with lib/report/ (report.c, html.c,
  * prom.c) over a real inbox: received counted at admission, the fold into
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lib/drain/drain.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/report/report.h"
 #include "lib/report/runrec.h"

@@ -26,7 +26,7 @@
 #include <sodium.h>
 
 #include "lib/receive/event.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"
 #include "tests/check_common.h"

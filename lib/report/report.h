@@ -26,7 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "lib/common/config.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/operator/status.h"
 

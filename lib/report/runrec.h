@@ -1,7 +1,7 @@
 /*
  * runrec: one drainer run as history (docs/report.md): the run's events,
  * told through drain_hooks, become counters and histograms in 5-minute
- * buckets (report/history.h), and the run itself a row of `runs`;
+ * buckets (store/history.h), and the run itself a row of `runs`;
  * runrec_save writes both in one transaction after the run.  Kept apart
  * from lib/drain/drain.c so that the run's logic does not change for it.
  *
@@ -27,7 +27,7 @@
 
 #include "lib/common/config.h"
 #include "lib/drain/drain.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 
 struct runrec {

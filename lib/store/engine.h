@@ -19,7 +19,7 @@
 #ifndef WEBHOOK_STORE_ENGINE_H
 #define WEBHOOK_STORE_ENGINE_H
 
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/inbox.h"
 
 struct inbox_engine {

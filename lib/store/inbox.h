@@ -492,7 +492,7 @@ enum inbox_status inbox_note_run(struct inbox *ib, int64_t now_ns,
 	    const char *outcome, struct buf *err)
 	    __attribute__((warn_unused_result));
 
-/* ---- history (docs/report.md; lib/report/history.h) ----------------------- */
+/* ---- history (docs/report.md; lib/store/history.h) ----------------------- */
 
 /* A drainer run as `runs` keeps it.  result: "ok", "failures", "error". */
 struct inbox_run_record {

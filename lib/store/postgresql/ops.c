@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/postgresql/private.h"
 
 /* A shell-style pattern (SQLite's GLOB: *, ?, [...] with ^ or ! to

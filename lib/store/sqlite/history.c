@@ -14,7 +14,7 @@
 
 #include <sqlite3.h>
 
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/store/sqlite/private.h"
 
 /* A delta's upsert: counters and sums add, a max keeps the larger. */

@@ -1,10 +1,10 @@
 /*
- * history: fixed time and histogram buckets (report/history.h).
+ * history: fixed time and histogram buckets (store/history.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 
 const int64_t history_bound_ms[HISTORY_NBOUNDS] = {
 	10, 50, 100, 500, 1000, 2000, 5000, 10000, 30000, 60000,

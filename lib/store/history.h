@@ -2,8 +2,10 @@
  * history: the bucket math of the inbox's history (docs/report.md): fixed
  * time buckets, fixed histogram buckets, quantiles read back from them, and the
  * run's batch of increments that the drainer writes in one transaction at
- * the end of a run (inbox_history_add).  No I/O here: lib/store/sqlite/history.c
- * stores it, lib/report/report.c reads it.
+ * the end of a run (inbox_history_add).  No I/O here: each engine's
+ * history.c stores it, lib/report/report.c reads it.  It sits with the
+ * store, whose tables it shapes, so that the store depends on nothing of
+ * the report.
  *
  * Why fixed buckets: counters and histograms summed per 5-minute bucket
  * cost a few rows per run whatever the traffic, survive retention (which
