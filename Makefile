@@ -38,20 +38,21 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c instant.c config.c version.c)
-RECEIVE_SRC = $(addprefix lib/receive/,signature.c event.c request.c site.c \
+COMMON_SRC  = $(addprefix lib/common/,util.c instant.c signature.c)
+PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
+RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
-STORE_SRC   = $(addprefix lib/store/,inbox.c history.c copy.c) \
+STORE_SRC   = $(addprefix lib/store/,inbox.c event.c history.c) \
 	      $(addprefix lib/store/sqlite/,engine.c rules.c ops.c history.c \
 	      copy.c wal.c stamp.c walsync.c checkpointer.c) \
 	      $(addprefix lib/store/postgresql/,engine.c statements.c rules.c \
 	      ops.c history.c copy.c)
 DRAIN_SRC   = $(addprefix lib/drain/,drain.c handler.c guard.c runlock.c \
-	      refetch.c paging.c api.c digest.c ping.c)
-OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c bulk.c trial.c \
+	      refetch.c paging.c api.c ping.c)
+OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c digest.c bulk.c copy.c trial.c \
 	      setup_check.c sender.c probe.c)
 REPORT_SRC  = $(addprefix lib/report/,runrec.c report.c html.c prom.c)
-LIB_SRC	 = $(COMMON_SRC) $(RECEIVE_SRC) $(STORE_SRC) $(DRAIN_SRC) \
+LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC) \
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_event test_config \
@@ -67,7 +68,7 @@ all: $(B)/webhook.fcgi $(B)/webhook-drain
 
 # `--version`: VERSION from the tree, the commit from git (with -dirty when
 # tracked files differ from it); outside a git checkout, "unknown".  The
-# stamp changes only when they do, so lib/common/version.o is rebuilt only then.
+# stamp changes only when they do, so lib/program/version.o is rebuilt only then.
 VERSION	:= $(shell cat VERSION)
 COMMIT	:= $(shell if git rev-parse --git-dir >/dev/null 2>&1; then \
 	     c=$$(git rev-parse --short=12 HEAD); \
@@ -79,7 +80,7 @@ $(B)/version.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' >$@
 
-$(B)/lib/common/version.o: lib/common/version.c $(LIB_H) $(B)/version.stamp
+$(B)/lib/program/version.o: lib/program/version.c $(LIB_H) $(B)/version.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 
@@ -127,10 +128,10 @@ test-build: all $(UNIT_TESTS:%=$(B)/tests/%) $(B)/tests/webhook.fcgi.next \
 # The same receiver saying another version (VERSION+next): what the upgrade
 # tests rename over a running one.  Only version.o differs; given as an
 # object, it keeps the archive's version.o out of the link.
-$(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/common/version.c
+$(B)/tests/webhook.fcgi.next: $(B)/webhook.fcgi.o $(B)/libwebhook.a lib/program/version.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DWEBHOOK_VERSION='"$(VERSION)+next"' \
-	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/common/version.c
+	    -DWEBHOOK_COMMIT='"$(COMMIT)"' -c -o $(B)/tests/version-next.o lib/program/version.c
 	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/tests/version-next.o \
 	    $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
@@ -158,7 +159,7 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
-		   lib/receive/signature.c lib/receive/event.c lib/common/config.c)
+		   lib/common/signature.c lib/store/event.c lib/program/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 
 $(FUZZ_LIB_OBJ): $(FB)/%.o: %.c $(LIB_H) fuzz/coverage-ignore.txt
@@ -409,7 +410,7 @@ $(SB)/%.o: %.c $(LIB_H) $(SB)/cjson/libcjson.a
 $(SB)/lib/drain/api.o $(SB)/lib/drain/refetch.o $(SB)/lib/drain/paging.o $(SB)/lib/operator/setup_check.o \
     $(SB)/lib/operator/sender.o $(SB)/lib/drain/ping.o $(SB)/lib/operator/probe.o $(SB)/webhook-drain.o: $(SB)/curl/libcurl.a
 
-$(SB)/lib/common/version.o: lib/common/version.c $(LIB_H) $(B)/version.stamp $(SB)/cjson/libcjson.a
+$(SB)/lib/program/version.o: lib/program/version.c $(LIB_H) $(B)/version.stamp $(SB)/cjson/libcjson.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SB_INC) $(ALL_CFLAGS) $(VERSION_DEFS) -c -o $@ $<
 

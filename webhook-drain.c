@@ -19,7 +19,7 @@
  * Argument parsing, output and exit codes only: each cmd_* parses, makes
  * one library call and prints what it reports.  The run is lib/drain/drain.c
  * (with lib/drain/refetch.c), sync and recover lib/drain/paging.c, check
- * lib/operator/setup_check.c, send lib/operator/sender.c, copy lib/store/copy.c, the ways of showing events
+ * lib/operator/setup_check.c, send lib/operator/sender.c, copy lib/operator/copy.c, the ways of showing events
  * lib/operator/present.c; the inbox, the handler and the lock live in lib/ too.
  * Exit codes (README, one table per command): 0 success, also for a
  * requeue/forget filter that matches nothing; 1 some event failed this
@@ -42,9 +42,9 @@
 
 #include "lib/drain/api.h"
 #include "lib/operator/bulk.h"
-#include "lib/common/config.h"
-#include "lib/store/copy.h"
-#include "lib/drain/digest.h"
+#include "lib/program/config.h"
+#include "lib/operator/copy.h"
+#include "lib/operator/digest.h"
 #include "lib/drain/drain.h"
 #include "lib/store/inbox.h"
 #include "lib/drain/paging.h"
@@ -57,7 +57,7 @@
 #include "lib/operator/status.h"
 #include "lib/operator/trial.h"
 #include "lib/common/util.h"
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
@@ -1104,7 +1104,7 @@ copy_progress(void *arg, enum inbox_table t, const struct copy_count *n)
 
 /*
  * copy --to DATABASE [--dry-run]: this inbox's contents into another
- * (lib/store/copy.h; docs/moving.md for the cut-over).  A dry run into a
+ * (lib/operator/copy.h; docs/moving.md for the cut-over).  A dry run into a
  * destination that does not exist yet creates nothing.
  */
 static int

@@ -37,7 +37,7 @@
 #include "lib/receive/site.h"
 #include "lib/receive/upgrade.h"
 #include "lib/common/util.h"
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 
 /* Request threads per FastCGI process (WEBHOOK_THREADS): enough to batch
  * the provider's 5 deliveries in flight with room for a busy server; a

@@ -24,7 +24,7 @@
  * database filled with `prefill` rows first (not counted).
  *
  * And what a delivery costs before it is stored: verifying its signature
- * (lib/receive/signature.c, HMAC-SHA256 of id.timestamp.body, the bench's 1 KiB
+ * (lib/common/signature.c, HMAC-SHA256 of id.timestamp.body, the bench's 1 KiB
  * bodies; VERIFY_ROUNDS rounds), in µs of CPU.
  *
  * And the disk's floor for any durable acknowledgement: the wall time of a
@@ -45,9 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 
 #define BODY	1024
 #define MAXN	64

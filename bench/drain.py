@@ -101,7 +101,7 @@ def provider_ms(ms):
 
 def fingerprint(secret):
     """The receiver's secret_fp: BLAKE2b-64 of the key bytes, hex
-    (lib/receive/signature.c)."""
+    (lib/common/signature.c)."""
     return hashlib.blake2b(base64.b64decode(secret[len("whsec_"):]),
                            digest_size=8).hexdigest()
 

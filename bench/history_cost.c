@@ -28,9 +28,9 @@
 
 #include <sodium.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/drain/drain.h"
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/report/runrec.h"
 #include "lib/common/util.h"

@@ -1,5 +1,5 @@
 /*
- * fuzz/config: lib/common/config.c — the config file parser, inih included, by
+ * fuzz/config: lib/program/config.c — the config file parser, inih included, by
  * config_load_text (what config_load runs on the file's text; no file is
  * written, so a run costs what parsing costs).
  *
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -32,8 +32,8 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define PATH	"/fz/w.conf"
 
 /*
- * Every run of 8 or more base64 characters that lib/common/config.c and
- * lib/receive/signature.c print of their own (key names, words of messages, the
+ * Every run of 8 or more base64 characters that lib/program/config.c and
+ * lib/common/signature.c print of their own (key names, words of messages, the
  * largest max_body): an error may show these whatever the secrets are.
  */
 static const char vocabulary[] =

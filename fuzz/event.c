@@ -1,5 +1,5 @@
 /*
- * fuzz/event: lib/receive/event.c — event_extract on a body as it arrives.
+ * fuzz/event: lib/store/event.c — event_extract on a body as it arrives.
  *
  * Input: the body, whole.
  *
@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -36,7 +36,7 @@
 
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
 

@@ -1,5 +1,5 @@
 /*
- * fuzz/signature: lib/receive/signature.c — the webhook-signature header, the
+ * fuzz/signature: lib/common/signature.c — the webhook-signature header, the
  * verifier, a configured secret line and the webhook-timestamp check.
  *
  * Input: three parts split at the first two '\n':
@@ -32,7 +32,7 @@
 
 #include <sodium.h>
 
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/common/util.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);

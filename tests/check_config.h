@@ -14,7 +14,7 @@
 
 #include <check.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 
 /* The Standard Webhooks test secret (whsec_, HMAC). */
 #define CHECK_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/store/copy.h"
-#include "lib/receive/event.h"
+#include "lib/operator/copy.h"
+#include "lib/store/event.h"
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"

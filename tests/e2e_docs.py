@@ -94,7 +94,7 @@ class DesignDoc(unittest.TestCase):
         return self.sec[name]
 
     def test_every_config_key_is_in_configuration(self):
-        src = read("lib/common/config.c")
+        src = read("lib/program/config.c")
         table = src[src.index("static const struct key keys[] = {"):]
         table = table[:table.index("\n};")]
         keys = re.findall(r'^\t\{ "([a-z_]+)",', table, re.M)
@@ -232,6 +232,36 @@ class DesignDoc(unittest.TestCase):
         stale = sorted(PENDING_OLD_PATHS - set(found))
         self.assertEqual(stale, [], "exemptions no longer needed: remove "
                          "them from this test")
+
+
+class Layout(unittest.TestCase):
+    """docs/DESIGN.md "Layout": lib/'s folders are layers, and no folder
+    includes one that includes it back (directly or through others)."""
+
+    def test_folders_include_no_cycle(self):
+        edges = {}
+        for path in glob.glob(os.path.join(ROOT, "lib", "**", "*.[ch]"),
+                              recursive=True):
+            top = os.path.relpath(path, os.path.join(ROOT, "lib")).split(
+                os.sep)[0]
+            with open(path, encoding="utf-8") as f:
+                for inc in re.findall(r'#include "lib/([a-z_]+)/', f.read()):
+                    if inc != top:
+                        edges.setdefault(top, set()).add(inc)
+        self.assertGreater(len(edges), 3, "no folders found under lib/")
+
+        def reaches(a, b, seen):
+            for n in edges.get(a, ()):
+                if n == b or (n not in seen and
+                              reaches(n, b, seen | {n})):
+                    return True
+            return False
+        cycles = sorted(a for a in edges if reaches(a, a, {a}))
+        self.assertEqual(cycles, [], "folders on an include cycle: %s "
+                         "(edges: %s)" % (cycles, {k: sorted(v) for k, v
+                                                   in edges.items()}))
+        # The bottom layer includes nothing else of lib/.
+        self.assertEqual(edges.get("common", set()), set())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"
 

@@ -26,7 +26,7 @@
  * program's committer_* are these, not the library's. */
 #define COMMITTER_TEST_POINTS
 #include "lib/receive/committer.c"
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/common/util.h"
 #include "tests/check_common.h"

@@ -1,5 +1,5 @@
 /*
- * test_config: lib/common/config.c — the config file of docs/DESIGN.md
+ * test_config: lib/program/config.c — the config file of docs/DESIGN.md
  * "Configuration" (contract): defaults, every key's bounds, and errors that
  * say "file:line: key: what is wrong" and never show a secret.  Each test
  * writes its config to a fresh mkstemp file in one directory under /tmp,
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "tests/check_common.h"
 
 #define KAT_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -169,7 +169,7 @@ START_TEST(every_key)
 END_TEST
 
 /* Every key of docs/DESIGN.md "Configuration" and the example config, in
- * the order of the table in lib/common/config.c. */
+ * the order of the table in lib/program/config.c. */
 static const char *const all_keys[] = {
 	"database", "secret", "tolerance", "max_body", "handler",
 	"handler_timeout", "max_attempts", "retention", "settle", "retry_base",
@@ -889,7 +889,7 @@ START_TEST(value_bounds)
 }
 END_TEST
 
-/* Each number's range, as the table in lib/common/config.c has it: min and max
+/* Each number's range, as the table in lib/program/config.c has it: min and max
  * load (stored in the field's unit), min-1 and max+1 are refused with a
  * message naming the range. */
 START_TEST(ranges_from_the_table)

@@ -1,5 +1,5 @@
 /*
- * test_copy: lib/store/copy.c over lib/store/sqlite/copy.c — `webhook-drain copy`
+ * test_copy: lib/operator/copy.c over lib/store/sqlite/copy.c — `webhook-drain copy`
  * between two real SQLite inboxes: every table whole and byte for byte,
  * copying twice changes nothing, which side wins for a row both have
  * (source changes win, destination changes stay, the provider's retry the
@@ -19,8 +19,8 @@
 
 #include <sqlite3.h>
 
-#include "lib/store/copy.h"
-#include "lib/receive/event.h"
+#include "lib/operator/copy.h"
+#include "lib/store/event.h"
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"

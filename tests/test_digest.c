@@ -1,5 +1,5 @@
 /*
- * test_digest: lib/drain/digest.c — a run's failures as one message: grouping
+ * test_digest: lib/operator/digest.c — a run's failures as one message: grouping
  * by outcome, error and output tail, the ids shown and counted, the cap on
  * groups, retries counted but never listed, the output as lines, and the
  * next steps naming the config (shell-quoted).
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/drain/digest.h"
+#include "lib/operator/digest.h"
 #include "tests/check_common.h"
 
 /* One event's outcome, added to d. */

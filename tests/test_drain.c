@@ -19,7 +19,7 @@
 #include <sodium.h>
 
 #include "lib/drain/drain.h"
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/drain/runlock.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"

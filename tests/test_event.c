@@ -1,5 +1,5 @@
 /*
- * test_event: lib/receive/event.c — the fields the inbox extracts from a body at
+ * test_event: lib/store/event.c — the fields the inbox extracts from a body at
  * receive time (event.h; docs/DESIGN.md "The inbox"): what a full provider
  * event gives, and that odd or foreign bodies give nothing rather than
  * something wrong.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "tests/check_common.h"
 
 /* Extract from a copy of `body` in an exact-size allocation, so that ASan

@@ -28,7 +28,7 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/engine.h"
 #include "lib/store/inbox.h"
 #include "lib/store/sqlite/private.h"

@@ -7,7 +7,7 @@
  * expired lease, and the first one's verdict is then INBOX_LOST),
  * batches with cursors, filters with globs, requeue, forget, retention,
  * status, history, the schema version, synchronous_commit, and an
- * unreachable server; and copying (lib/store/copy.c, lib/store/postgresql/copy.c):
+ * unreachable server; and copying (lib/operator/copy.c, lib/store/postgresql/copy.c):
  * SQLite to PostgreSQL and back, every table and column byte for byte,
  * the digest rule deciding which side wins, small pages and the byte
  * bound, and rows PostgreSQL cannot hold left out and named.
@@ -25,7 +25,7 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/common/instant.h"

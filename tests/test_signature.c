@@ -1,5 +1,5 @@
 /*
- * test_signature: lib/receive/signature.c — every case of the shared golden file
+ * test_signature: lib/common/signature.c — every case of the shared golden file
  * tests/vectors/standard-webhooks.json (path in the macro VECTORS), one
  * Check test per case, plus the rules signature.h states that the vectors
  * do not reach: joined headers, several keys, the entry cap, signing,
@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "tests/check_common.h"
 
 #ifndef VECTORS

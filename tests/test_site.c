@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/common/config.h"
-#include "lib/receive/event.h"
+#include "lib/program/config.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"

@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/common/util.h"
 
 /* Largest answer we read, bytes: a page of objects of up to ~260 KB each. */

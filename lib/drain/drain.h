@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/drain/handler.h"
 #include "lib/store/inbox.h"
 #include "lib/drain/refetch.h"

@@ -11,7 +11,7 @@
 #include <sodium.h>
 
 #include "lib/drain/api.h"
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/common/instant.h"
 #include "lib/drain/paging.h"
 #include "lib/common/util.h"

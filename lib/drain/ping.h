@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/common/util.h"
 
 /* The whole request, connection included, in seconds: cron runs every

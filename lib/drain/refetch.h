@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/inbox.h"
 #include "lib/common/util.h"
 

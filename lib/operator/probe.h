@@ -11,7 +11,7 @@
 #ifndef WEBHOOK_PROBE_H
 #define WEBHOOK_PROBE_H
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/operator/setup_check.h"
 
 /* The large body, bytes: the provider's bodies reach ~260 KB. */

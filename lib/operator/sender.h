@@ -15,8 +15,8 @@
 
 #include <curl/curl.h>
 
-#include "lib/common/config.h"
-#include "lib/receive/signature.h"
+#include "lib/program/config.h"
+#include "lib/common/signature.h"
 #include "lib/common/util.h"
 
 /* Largest body `send` posts, bytes: above any max_body the config takes. */

@@ -16,7 +16,7 @@
 #include "lib/drain/drain.h"
 #include "lib/store/inbox.h"
 #include "lib/operator/setup_check.h"
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/common/util.h"
 
 /* Shell syntax after which a command's words are no longer plain. */

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 
 /* A finding's level, as printed: "ok", "WARN" or "FAIL". */
 #define SETUP_OK	"ok"

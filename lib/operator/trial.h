@@ -18,7 +18,7 @@
 
 #include <stdio.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/drain/handler.h"
 #include "lib/common/instant.h"
 #include "lib/common/util.h"

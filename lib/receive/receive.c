@@ -11,12 +11,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/common/config.h"
-#include "lib/receive/event.h"
+#include "lib/program/config.h"
+#include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "lib/receive/committer.h"
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/inbox.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
@@ -110,7 +110,7 @@ site_load(struct site_cache *c, const char *path, const struct stat *sb,
 	st->conf_st = *sb;
 	st->refs = 1;		/* current's own reference */
 	st->conf_ok = config_load(path, &st->conf, err) == 0;
-	/* A broken config still names its log file (common/config.h); when it
+	/* A broken config still names its log file (program/config.h); when it
 	 * names none, the log stays where it was, never the web server's
 	 * stderr instead of the file being read. */
 	if (st->conf_ok || st->conf.log != NULL)

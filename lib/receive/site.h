@@ -18,7 +18,7 @@
 #include <limits.h>
 #include <pthread.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/inbox.h"
 #include "lib/common/util.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/report/report.h"
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 
 #define NS	((int64_t)1000000000)
 

@@ -25,7 +25,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"
 #include "lib/operator/status.h"

@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/drain/drain.h"
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 #include "lib/common/instant.h"
 #include "lib/common/util.h"
 
@@ -584,12 +584,12 @@ enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
 	    int (*fn)(const struct inbox_blocked *, void *), void *arg,
 	    struct buf *err) __attribute__((warn_unused_result));
 
-/* ---- copying an inbox (`webhook-drain copy`; lib/store/copy.h, docs/moving.md) --
+/* ---- copying an inbox (`webhook-drain copy`; lib/operator/copy.h, docs/moving.md) --
  *
  * Two calls move every table's rows between two inboxes of any
  * implementation, in a portable form: each table as a fixed list of
  * columns (inbox_table_info), each row as that many values.  What to do
- * with a row that both sides have is the caller's decision (lib/store/copy.c),
+ * with a row that both sides have is the caller's decision (lib/operator/copy.c),
  * taken inside the destination's write transaction.  The SQLite
  * implementation is lib/store/sqlite/copy.c, PostgreSQL's lib/store/postgresql/copy.c.
  */
@@ -692,7 +692,7 @@ enum inbox_status inbox_table_merge(struct inbox *ib, enum inbox_table t,
  * any row; a PostgreSQL one no text that is not valid UTF-8 or holds a
  * NUL byte, and no value of another type than its column's (docs/
  * postgresql.md).  A copy leaves such rows out and reports them
- * (lib/store/copy.c) rather than mend them into another key or content.
+ * (lib/operator/copy.c) rather than mend them into another key or content.
  */
 int	inbox_table_holds(struct inbox *ib, enum inbox_table t,
 	    const struct inbox_value *row, struct buf *why);

@@ -495,7 +495,7 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 		    "the webhook-id is not valid UTF-8, which a PostgreSQL "
 		    "inbox cannot store");
 	/* An object key that is not: no key (no order, never stale), as
-	 * receive/event.c does for a key it cannot represent, rather than one that
+	 * lib/store/event.c does for a key it cannot represent, rather than one that
 	 * could equal another object's. */
 	okey = utf8_valid(f->object_type) && utf8_valid(f->object_id);
 	for (i = 0; i < 7; i++)

@@ -1,5 +1,5 @@
 /*
- * event: field extraction with cJSON.  See receive/event.h.
+ * event: field extraction with cJSON.  See store/event.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lib/receive/event.h"
+#include "lib/store/event.h"
 
 int
 event_is_relay(const char *webhook_id)

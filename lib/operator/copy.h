@@ -10,7 +10,7 @@
  * killed at any point leaves whole pages behind, and running it again
  * walks the source again and writes only what is missing or changed.
  *
- * Which side wins for a row both have (the rules, once, in store/copy.c):
+ * Which side wins for a row both have (the rules, once, in operator/copy.c):
  *   events, cursors: the source's row, unless the destination changed its
  *     copy since it was copied (a hand-out, a verdict, an operator's
  *     requeue, retention: the row no longer matches the digest `copied`
@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/inbox.h"
 #include "lib/common/util.h"
 

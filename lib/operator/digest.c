@@ -1,10 +1,10 @@
 /*
- * digest: one run's failures as one message (drain/digest.h).
+ * digest: one run's failures as one message (operator/digest.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/drain/digest.h"
+#include "lib/operator/digest.h"
 #include "lib/drain/ping.h"
 #include "lib/operator/present.h"
 #include "lib/common/util.h"

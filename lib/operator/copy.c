@@ -1,5 +1,5 @@
 /*
- * copy: see store/copy.h.  The merge rules are the decide_* functions below,
+ * copy: see operator/copy.h.  The merge rules are the decide_* functions below,
  * each written once; lib/store/sqlite/copy.c (or another implementation of
  * store/inbox.h) reads and writes the rows and calls them inside the
  * destination's write transaction.
@@ -12,7 +12,7 @@
 
 #include <sodium.h>
 
-#include "lib/store/copy.h"
+#include "lib/operator/copy.h"
 
 /* events' columns as inbox_table_info lists them (lib/store/sqlite/copy.c);
  * copy_test checks these against the names. */
@@ -138,7 +138,7 @@ admitted(const struct inbox_value *row)
 }
 
 /*
- * Events and cursors: the copy record decides (store/copy.h).  An event that
+ * Events and cursors: the copy record decides (operator/copy.h).  An event that
  * the destination received itself and has not handed out (pending,
  * attempts 0) takes the source's row: the source knows more of it.
  */
@@ -215,7 +215,7 @@ decide(enum inbox_table t, const struct inbox_value *in,
 		}
 		break;
 	case INBOX_HISTORY:
-		/* Each bucket the larger count (store/copy.h, docs/moving.md). */
+		/* Each bucket the larger count (operator/copy.h, docs/moving.md). */
 		if (cur != NULL && cur[HI_N].type == INBOX_V_INT &&
 		    in[HI_N].type == INBOX_V_INT && cur[HI_N].i >= in[HI_N].i)
 			out[HI_N] = cur[HI_N];

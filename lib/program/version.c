@@ -1,12 +1,12 @@
 /*
- * version: see common/version.h.  WEBHOOK_VERSION and WEBHOOK_COMMIT come from the
+ * version: see program/version.h.  WEBHOOK_VERSION and WEBHOOK_COMMIT come from the
  * Makefile (-D); this file is recompiled whenever either changes.
  */
 #include <sqlite3.h>
 #include <sodium.h>
 
 #include "lib/store/inbox.h"
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 
 #ifndef WEBHOOK_VERSION
 #define WEBHOOK_VERSION	"unknown"

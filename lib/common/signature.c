@@ -1,12 +1,12 @@
 /*
  * signature: Standard Webhooks v1 (HMAC-SHA256) and v1a (Ed25519) with
- * libsodium.  See receive/signature.h.
+ * libsodium.  See common/signature.h.
  */
 #include <string.h>
 
 #include <sodium.h>
 
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/common/util.h"
 
 /*

@@ -1,5 +1,5 @@
 /*
- * config: docs/DESIGN.md "Configuration" (contract).  See common/config.h.
+ * config: docs/DESIGN.md "Configuration" (contract).  See program/config.h.
  *
  * One table, keys[], says everything about every key: its kind (how the
  * value is read), whether it may be repeated or is required, its default
@@ -20,7 +20,7 @@
 #include <ini.h>
 #include <sodium.h>
 
-#include "lib/common/config.h"
+#include "lib/program/config.h"
 #include "lib/store/inbox.h"
 
 /* How a value is read. */
@@ -633,7 +633,7 @@ parse_text(const char *path, const char *text, size_t len,
 out:
 	if (rc == -1 && all == NULL) {
 		/* Keep `log`: the caller reports the error where the operator
-		 * looks (common/config.h).  config_load_all keeps every key that
+		 * looks (program/config.h).  config_load_all keeps every key that
 		 * loaded, for check's other findings. */
 		log = c->log;
 		c->log = NULL;

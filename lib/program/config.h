@@ -4,7 +4,7 @@
  * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
  * ';').  Unknown keys are errors.  Every key, with its kind, default and
- * range, is one row of the table in common/config.c; field names carry their
+ * range, is one row of the table in program/config.c; field names carry their
  * unit (_s seconds, _ms milliseconds, _bytes).
  */
 #ifndef WEBHOOK_CONFIG_H
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/receive/signature.h"
+#include "lib/common/signature.h"
 #include "lib/common/util.h"
 
 /* Largest config file, bytes: a config is a few hundred bytes, and it is
@@ -43,7 +43,7 @@ struct config {
 	char			*database;	/* owned */
 	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
 	size_t			 nsecrets;
-	/* Defaults and ranges: the table in common/config.c
+	/* Defaults and ranges: the table in program/config.c
 	 * (docs/DESIGN.md "Configuration"). */
 	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
 	int64_t			 max_body_bytes;	/* largest body taken */
