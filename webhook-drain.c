@@ -17,10 +17,9 @@
  *   webhook-drain copy --to DATABASE [--dry-run]
  *
  * Argument parsing, output and exit codes only: each cmd_* parses, makes
- * one library call and prints what it reports.  The run is lib/drain/drain.c
- * (with lib/drain/refetch.c), sync and recover lib/drain/paging.c, check
- * lib/operator/setup_check.c, send lib/operator/sender.c, copy lib/operator/copy.c, the ways of showing events
- * lib/operator/present.c; the inbox, the handler and the lock live in lib/ too.
+ * one library call and prints what it reports: the run is lib/drain/,
+ * the other commands lib/operator/, the inbox lib/store/
+ * (docs/DESIGN.md "Layout").
  * Exit codes (README, one table per command): 0 success, also for a
  * requeue/forget filter that matches nothing; 1 some event failed this
  * run (or, for status, something needs a human; for try and check, the
@@ -40,24 +39,24 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "lib/common/util.h"
 #include "lib/drain/api.h"
+#include "lib/drain/drain.h"
+#include "lib/drain/paging.h"
 #include "lib/operator/bulk.h"
-#include "lib/program/config.h"
 #include "lib/operator/copy.h"
 #include "lib/operator/digest.h"
-#include "lib/drain/drain.h"
-#include "lib/store/inbox.h"
-#include "lib/drain/paging.h"
 #include "lib/operator/present.h"
 #include "lib/operator/probe.h"
-#include "lib/report/report.h"
-#include "lib/report/runrec.h"
 #include "lib/operator/sender.h"
 #include "lib/operator/setup_check.h"
 #include "lib/operator/status.h"
 #include "lib/operator/trial.h"
-#include "lib/common/util.h"
+#include "lib/program/config.h"
 #include "lib/program/version.h"
+#include "lib/report/report.h"
+#include "lib/report/runrec.h"
+#include "lib/store/inbox.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2

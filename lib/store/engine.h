@@ -22,6 +22,27 @@
 #include "lib/store/history.h"
 #include "lib/store/inbox.h"
 
+/* ---- sizes both engines keep alike ---- */
+
+/* Rows admitted (counted as received, made visible to the hold rule) per
+ * transaction: the receivers wait for the write lock while one runs (a
+ * few ms), and get it between two. */
+#define ADMIT_CHUNK	500
+/* How often inbox_next_due admits what arrived meanwhile: the hold check
+ * reads every row not yet admitted, so their number must stay small. */
+#define ADMIT_EVERY_NS	1000000000LL
+/* Largest handler output tail kept for `show`, bytes. */
+#define OUTPUT_KEEP	4096
+/*
+ * Events read per page by inbox_list before any is handed to the caller
+ * (fewer with bodies: each may be max_body).  A page is read, its
+ * statement ended — and with it the read transaction — and only then
+ * handed out: a reader blocked on its output (`webhook-drain list | less`
+ * left open) must not pin a snapshot, or SQLite's WAL grows without bound.
+ */
+#define LIST_PAGE		256
+#define LIST_PAGE_BODIES	4
+
 struct inbox_engine {
 	const char	*name;		/* "sqlite", "postgresql" */
 

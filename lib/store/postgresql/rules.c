@@ -15,12 +15,6 @@
 
 #include "lib/store/postgresql/private.h"
 
-/* As SQLite's (lib/store/sqlite/rules.c): rows counted as received per
- * transaction, how often inbox_next_due does it, the output kept. */
-#define ADMIT_CHUNK	500
-#define ADMIT_EVERY_NS	1000000000LL
-#define OUTPUT_KEEP	4096
-
 void
 px_lease_key(struct px_params *p, const struct inbox_event *e)
 {
@@ -475,11 +469,6 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	PQclear(r);
 	return INBOX_OK;
 }
-
-/* As SQLite's list (lib/store/sqlite/rules.c): pages read, then handed out, so
- * that a reader blocked on its output holds no snapshot. */
-#define LIST_PAGE		256
-#define LIST_PAGE_BODIES	4
 
 enum inbox_status
 inbox_pg_list(struct inbox *pib, const struct inbox_filter *f, int with_body,

@@ -12,17 +12,6 @@
 
 #include "lib/store/sqlite/private.h"
 
-/* Rows admitted per transaction: the receivers wait for the write lock
- * while one runs (a few ms), and get it between two. */
-#define ADMIT_CHUNK	500
-
-/* How often inbox_next_due admits what arrived meanwhile: the hold check
- * reads every row not yet admitted, so their number must stay small. */
-#define ADMIT_EVERY_NS	1000000000LL
-
-/* Largest handler output tail kept for `show`, bytes. */
-#define OUTPUT_KEEP	4096
-
 /*
  * The hold rule (docs/DESIGN.md "Per-object order under failure";
  * docs/inbox-rules.md "Hold"), the one place it is written: a pending
@@ -442,16 +431,6 @@ inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
 		return ib_txn_fail(ib, st, err, "recording a failure", rc);
 	return ib_txn_commit(ib, st, err, "recording a failure");
 }
-
-/*
- * Events read per page by inbox_list before any is handed to the caller
- * (fewer with bodies: each may be max_body).  A page is read, the
- * statement finalised — which ends the read transaction — and only then
- * printed: a reader blocked on its output (`webhook-drain list | less`
- * left open) must not pin a snapshot, or the WAL grows without bound.
- */
-#define LIST_PAGE		256
-#define LIST_PAGE_BODIES	4
 
 /* Read at most `max` events after the keyset (sort_at, received_at,
  * rowid) of `after` (all when after->seq < 0) into page[]; *n = how
