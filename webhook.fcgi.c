@@ -5,7 +5,8 @@
  * answers") over lib/receive/request.h (the protocol), with the config from
  * lib/receive/site.h.
  *
- * FastCGI when fd 0 is a listening socket (FCGX_IsCGI says no), else one
+ * FastCGI when fd 0 is a listening socket (FCGX_IsCGI says no) — or when
+ * systemd passed one on fd 3 (LISTEN_FDS, moved to fd 0) — else one
  * plain CGI request from the environment and stdin.
  *
  * In FastCGI mode the process runs WEBHOOK_THREADS request threads (default
@@ -351,6 +352,12 @@ main(int argc, char **argv)
 {
 	int sfd, rc, reexec = 0;
 
+	log_init("webhook.fcgi");
+	/* Started by a systemd .socket unit: its socket becomes fd 0, as
+	 * spawn-fcgi's is (conf/systemd/webhook-fcgi.socket).  First: libfcgi
+	 * decides CGI or FastCGI once, at the first FCGX_IsCGI. */
+	if (request_take_listen_fds() == -1)
+		return 1;
 	/* `webhook.fcgi --version` from a shell.  Never under a web server:
 	 * a CGI GET with a query string without '=' becomes argv
 	 * (/webhook.fcgi?--version), and the answer must stay ours. */
@@ -365,7 +372,6 @@ main(int argc, char **argv)
 			return 0;
 		}
 	}
-	log_init("webhook.fcgi");
 	/* Bodies over 128 KiB get their own mapping and go back to the system
 	 * when freed.  glibc would otherwise raise this threshold after the
 	 * first large free and keep every later large body in the heap. */

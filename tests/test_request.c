@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/receive/request.h"
@@ -643,6 +645,169 @@ START_TEST(next_on_what_is_not_a_listening_socket_fails)
 }
 END_TEST
 
+/*
+ * The activation tests put sockets on fd 3, where Check keeps its own
+ * channel to the runner in the test's process: each runs its body in a
+ * child of its own, which reports a failed expectation on stderr (the
+ * test's log) and exits 1; the test asserts that the child exited 0.
+ */
+#define EXPECT(c) do {							\
+	if (!(c)) {							\
+		fprintf(stderr, "%s:%d: expected %s\n", __FILE__,	\
+		    __LINE__, #c);					\
+		_exit(1);						\
+	}								\
+} while (0)
+
+static void
+in_child(void (*body)(void))
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		body();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	    "an expectation failed in the child (status %d): see above", st);
+}
+
+/* Set the activation variables as systemd does for process `pid`. */
+static void
+activation_env(long pid, const char *fds)
+{
+	char v[32];
+
+	snprintf(v, sizeof v, "%ld", pid);
+	EXPECT(setenv("LISTEN_PID", v, 1) == 0);
+	EXPECT(setenv("LISTEN_FDS", fds, 1) == 0);
+	EXPECT(setenv("LISTEN_FDNAMES", "webhook-fcgi.socket", 1) == 0);
+}
+
+/* Is `fd` a listening socket? */
+static int
+is_listening(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof on;
+
+	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+
+/* A listening socket on fd 3, as systemd passes it; fd 0 /dev/null. */
+static void
+socket_on_fd_3(void)
+{
+	int lfd = listener(), null = open("/dev/null", O_RDONLY);
+
+	EXPECT(null >= 0 && dup2(null, 0) == 0);
+	EXPECT(dup2(lfd, 3) == 3);
+	if (lfd != 3)
+		close(lfd);
+}
+
+static void
+takes_socket(void)
+{
+	FCGX_Request fr;
+	int c;
+
+	socket_on_fd_3();
+	activation_env((long)getpid(), "1");
+	EXPECT(request_take_listen_fds() == 1);
+	EXPECT(is_listening(0));
+	EXPECT(fcntl(3, F_GETFD) == -1);	/* closed */
+	EXPECT(getenv("LISTEN_PID") == NULL);
+	EXPECT(getenv("LISTEN_FDS") == NULL);
+	EXPECT(getenv("LISTEN_FDNAMES") == NULL);
+	/* Kept across an exec (the upgrade's): not close-on-exec. */
+	EXPECT((fcntl(0, F_GETFD) & FD_CLOEXEC) == 0);
+	/* libfcgi takes it for FastCGI, and a request arrives through it. */
+	EXPECT(FCGX_IsCGI() == 0);
+	/* The helpers below record Check's checkpoints on fd 3, which
+	 * must not become the client's socket: /dev/null takes it. */
+	EXPECT(open("/dev/null", O_WRONLY) == 3);
+	c = client();
+	send_begin(c, 0);
+	send_params(c, "REQUEST_METHOD", "POST", 0);
+	FCGX_InitRequest(&fr, -1, 0);
+	EXPECT(request_next_fcgi(&fr, 0, &waitmask, 5000) == REQUEST_NEXT_READY);
+	EXPECT(strcmp(FCGX_GetParam("REQUEST_METHOD", fr.envp), "POST") == 0);
+	FCGX_Finish_r(&fr);
+	close(c);
+	/* Once taken, a second call finds nothing. */
+	EXPECT(request_take_listen_fds() == 0);
+}
+
+START_TEST(listen_fds_moves_systemds_socket_to_fd_0)
+{
+	wake_setup();
+	in_child(takes_socket);
+}
+END_TEST
+
+static void
+leaves_alone(void)
+{
+	socket_on_fd_3();
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	EXPECT(request_take_listen_fds() == 0);
+	/* Our parent's (a shell started under a socket unit). */
+	activation_env((long)getppid(), "1");
+	EXPECT(request_take_listen_fds() == 0);
+	EXPECT(!is_listening(0));
+	EXPECT(is_listening(3));
+	EXPECT(strcmp(getenv("LISTEN_FDS"), "1") == 0);
+	activation_env((long)getpid(), "1");
+	setenv("LISTEN_PID", "12x", 1);
+	EXPECT(request_take_listen_fds() == 0);
+	EXPECT(is_listening(3));
+	EXPECT(!is_listening(0));
+}
+
+START_TEST(listen_fds_for_another_process_or_absent_change_nothing)
+{
+	in_child(leaves_alone);
+}
+END_TEST
+
+static void
+refuses(void)
+{
+	int p[2];
+
+	socket_on_fd_3();
+	/* Two sockets, none, garbage: the unit is wrong, said and refused. */
+	activation_env((long)getpid(), "2");
+	EXPECT(request_take_listen_fds() == -1);
+	activation_env((long)getpid(), "0");
+	EXPECT(request_take_listen_fds() == -1);
+	activation_env((long)getpid(), "one");
+	EXPECT(request_take_listen_fds() == -1);
+	EXPECT(is_listening(3));
+	EXPECT(!is_listening(0));
+	/* fd 3 a socket that does not listen (Accept=yes would hand a
+	 * connection), or a pipe. */
+	EXPECT(dup2(client(), 3) == 3);
+	activation_env((long)getpid(), "1");
+	EXPECT(request_take_listen_fds() == -1);
+	EXPECT(pipe(p) == 0 && dup2(p[0], 3) == 3);
+	EXPECT(request_take_listen_fds() == -1);
+	EXPECT(!is_listening(0));
+}
+
+START_TEST(listen_fds_wrong_for_us_is_refused)
+{
+	in_child(refuses);
+}
+END_TEST
+
 static Suite *
 request_suite(void)
 {
@@ -664,6 +829,9 @@ request_suite(void)
 	tcase_add_test(tc, next_kept_connection_woken_stays_open_for_its_next_request);
 	tcase_add_test(tc, next_over_tcp_answers_without_nagle_delay);
 	tcase_add_test(tc, next_on_what_is_not_a_listening_socket_fails);
+	tcase_add_test(tc, listen_fds_moves_systemds_socket_to_fd_0);
+	tcase_add_test(tc, listen_fds_for_another_process_or_absent_change_nothing);
+	tcase_add_test(tc, listen_fds_wrong_for_us_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -541,3 +541,45 @@ request_init_fake(struct request *r, struct request_fake *f)
 	r->body_to_eof = f->body_to_eof;
 	r->body_read = 0;
 }
+
+/* The first descriptor systemd passes (sd_listen_fds(3),
+ * SD_LISTEN_FDS_START).  Not libsystemd's sd_listen_fds: two variables
+ * read here are the whole protocol, and the static build
+ * (make static) has no libsystemd to link. */
+#define LISTEN_FDS_START	3
+
+int
+request_take_listen_fds(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	int64_t p, n;
+	int type = 0, listening = 0;
+	socklen_t len = sizeof type;
+
+	if (pid == NULL || fds == NULL ||
+	    util_parse_int(pid, 1, INT32_MAX, &p) == -1 || p != (int64_t)getpid())
+		return 0;
+	if (util_parse_int(fds, 0, INT32_MAX, &n) == -1 || n != 1) {
+		log_msg("LISTEN_FDS=%s: the receiver takes exactly one socket "
+		    "from systemd; its .socket unit must have one ListenStream=",
+		    fds);
+		return -1;
+	}
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &len) == -1 ||
+	    type != SOCK_STREAM ||
+	    getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+	    &(socklen_t){ sizeof listening }) == -1 || !listening) {
+		log_msg("LISTEN_FDS=1 but fd 3 is not a listening stream socket; "
+		    "the .socket unit must say ListenStream= and Accept=no");
+		return -1;
+	}
+	if (dup2(LISTEN_FDS_START, STDIN_FILENO) == -1) {
+		log_msg("dup2 of systemd's socket to fd 0: %s", strerror(errno));
+		return -1;
+	}
+	close(LISTEN_FDS_START);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return 1;
+}

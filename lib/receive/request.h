@@ -111,6 +111,20 @@ int	request_next_fcgi(FCGX_Request *fr, int listen_fd,
  * (receive/request.c, linger_close).
  */
 void	request_finish_fcgi(FCGX_Request *fr);
+/*
+ * systemd socket activation (sd_listen_fds(3)'s protocol): when
+ * LISTEN_PID names this process, LISTEN_FDS must be 1 and fd 3 a
+ * listening stream socket (a unit's .socket with one ListenStream=); it
+ * is moved to fd 0, where FCGX_IsCGI and request_next_fcgi find the
+ * FastCGI socket that spawn-fcgi and lighttpd hand over, and LISTEN_PID,
+ * LISTEN_FDS and LISTEN_FDNAMES are unset (a handler or our own re-exec
+ * after an upgrade must not take them for its own; the socket stays on
+ * fd 0 across that exec).  Call once, first, before any thread starts.
+ * Returns 1 when it took the socket, 0 when the variables are absent or
+ * meant for another process (nothing changed), -1 when they are ours but
+ * wrong (logged: what systemd gave and what the unit should say).
+ */
+int	request_take_listen_fds(void);
 /* Set `r` up for this process's plain CGI request. */
 void	request_init_cgi(struct request *r);
 
