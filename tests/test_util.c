@@ -4,6 +4,7 @@
  * (util.h holds the contracts tested).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -766,6 +767,63 @@ START_TEST(log_is_file_follows_log_open)
 }
 END_TEST
 
+/* The whole of file `path` (at most 4 KiB), "" when it is missing. */
+static const char *
+slurp(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* logrotate renames the file and creates a new one (`create`) or leaves
+ * the path empty (`nocreate`): the next line goes to the path, each line
+ * exactly once, with no reopen asked for. */
+START_TEST(log_follows_a_rotated_file)
+{
+	char dir[] = "/tmp/test_util_rot.XXXXXX", path[256], old[256], o2[256];
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/webhook.log", dir);
+	snprintf(old, sizeof old, "%s/webhook.log.1", dir);
+	snprintf(o2, sizeof o2, "%s/webhook.log.2", dir);
+	log_init("test_util");
+	log_open(path);
+	log_msg("line one");
+	ck_assert_int_eq(rename(path, old), 0);		/* nocreate */
+	log_msg("line two");
+	ck_assert_ptr_nonnull(strstr(slurp(old), "line one"));
+	ck_assert_ptr_null(strstr(slurp(old), "line two"));
+	ck_assert_ptr_nonnull(strstr(slurp(path), "line two"));
+	ck_assert_ptr_null(strstr(slurp(path), "line one"));
+	ck_assert_int_eq(rename(old, o2), 0);
+	ck_assert_int_eq(rename(path, old), 0);		/* create */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	log_msg("line three");
+	ck_assert_ptr_nonnull(strstr(slurp(path), "line three"));
+	ck_assert_ptr_null(strstr(slurp(old), "line three"));
+	/* The path's own file now: an unchanged one is not reopened. */
+	log_msg("line four");
+	ck_assert_ptr_nonnull(strstr(slurp(path), "line three"));
+	ck_assert_ptr_nonnull(strstr(slurp(path), "line four"));
+	log_open(NULL);
+	unlink(path);
+	unlink(old);
+	unlink(o2);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *
 util_suite(void)
 {
@@ -776,6 +834,7 @@ util_suite(void)
 	tcase_add_test(tc, decimal_canonical);
 	tcase_add_test(tc, path_resolve_and_inside);
 	tcase_add_test(tc, log_is_file_follows_log_open);
+	tcase_add_test(tc, log_follows_a_rotated_file);
 	tcase_add_test(tc, decimal_refused);
 	tcase_add_test(tc, decimal_len_zero);
 	tcase_add_test(tc, decimal_uses_len_not_nul);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,19 @@ static const char *log_prog = "webhook";
 static int log_fd = STDERR_FILENO;
 static int stderr_copy = -1;	/* the original stderr, to switch back to */
 static int log_file;		/* log_fd holds a file log_open opened */
+/*
+ * The file's path and identity, for rotation (logrotate renames the file
+ * and a new one takes its path; docs/vps.md "Logs"): before each line,
+ * when the path no longer names the file we hold, we open it anew.  A
+ * line between that stat and its write still goes to the renamed file,
+ * which logrotate's `delaycompress` keeps as it is: no line is lost, and
+ * no process needs a signal or a restart.  Guarded by log_lock; log_path
+ * is ours (malloc).
+ */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_path;
+static dev_t log_dev;
+static ino_t log_ino;
 
 void
 log_init(const char *progname)
@@ -328,17 +342,14 @@ log_init(const char *progname)
 	}
 }
 
-void
-log_open(const char *path)
+/* Open `path` for appending and put it behind log_fd; log_lock held.
+ * Returns 0, or -1 with errno (ENOTSUP: no log_fd of our own to swap). */
+static int
+log_switch_locked(const char *path)
 {
-	int fd;
+	struct stat st;
+	int fd, e;
 
-	if (path == NULL || *path == '\0') {
-		if (stderr_copy != -1 && log_fd != STDERR_FILENO &&
-		    dup3(stderr_copy, log_fd, O_CLOEXEC) != -1)
-			__atomic_store_n(&log_file, 0, __ATOMIC_RELAXED);
-		return;
-	}
 	/* The receiver and the drainer (two users on a shared host) append to
 	 * the same file: create it 0660 whatever the umask. */
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
@@ -346,16 +357,63 @@ log_open(const char *path)
 		(void)fchmod(fd, 0660);
 	else if (errno == EEXIST)
 		fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd == -1) {
-		log_msg("log: cannot open %s: %s; logging to stderr", path,
-		    strerror(errno));
+	if (fd == -1)
+		return -1;
+	if (log_fd == STDERR_FILENO || fstat(fd, &st) == -1 ||
+	    dup3(fd, log_fd, O_CLOEXEC) == -1) {
+		e = log_fd == STDERR_FILENO ? ENOTSUP : errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	log_dev = st.st_dev;
+	log_ino = st.st_ino;
+	__atomic_store_n(&log_file, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void
+log_open(const char *path)
+{
+	char *copy = NULL;
+	int rc, e = 0;
+
+	pthread_mutex_lock(&log_lock);
+	free(log_path);
+	log_path = NULL;
+	if (path == NULL || *path == '\0') {
+		if (stderr_copy != -1 && log_fd != STDERR_FILENO &&
+		    dup3(stderr_copy, log_fd, O_CLOEXEC) != -1)
+			__atomic_store_n(&log_file, 0, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&log_lock);
 		return;
 	}
-	if (log_fd == STDERR_FILENO || dup3(fd, log_fd, O_CLOEXEC) == -1)
+	rc = log_switch_locked(path);
+	e = errno;
+	if (rc == 0 && (copy = strdup(path)) != NULL)
+		log_path = copy;
+	pthread_mutex_unlock(&log_lock);
+	/* Reported unlocked: log_msg takes the lock. */
+	if (rc == -1 && e == ENOTSUP)
 		log_msg("log: cannot switch to %s; logging to stderr", path);
-	else
-		__atomic_store_n(&log_file, 1, __ATOMIC_RELAXED);
-	close(fd);
+	else if (rc == -1)
+		log_msg("log: cannot open %s: %s; logging to stderr", path,
+		    strerror(e));
+}
+
+/* Before a line: the path names another file, or none (rotated)?  Then
+ * open it anew.  If that fails, lines go on to the file we hold. */
+static void
+log_follow(void)
+{
+	struct stat st;
+
+	pthread_mutex_lock(&log_lock);
+	if (log_path != NULL && (stat(log_path, &st) == -1 ||
+	    st.st_ino != log_ino || st.st_dev != log_dev))
+		(void)log_switch_locked(log_path);
+	pthread_mutex_unlock(&log_lock);
 }
 
 int
@@ -388,6 +446,7 @@ log_vmsg(const char *fmt, va_list ap)
 		m += 3;
 	}
 	line[n + m] = '\n';
+	log_follow();
 	/* One write(2) so that lines from concurrent processes never mix. */
 	if (write(log_fd, line, (size_t)(n + m + 1)) < 0) {
 		/* nowhere left to report it */
