@@ -6,7 +6,8 @@
 #   make dist       build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz
 #   make bench      benchmarks (bench/RESULTS.md)
 #   make fuzz       the libFuzzer targets of fuzz/, FUZZ_SECONDS each
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=  (make uninstall: the same files)
+#   make deb        build/deb/webhook-inbox_VERSION_amd64.deb (debhelper)
 
 PREFIX	?= /usr/local
 DESTDIR	?=
@@ -26,7 +27,9 @@ PG_LIBS    := $(shell pkg-config --libs libpq 2>/dev/null)
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wvla
 CFLAGS	?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -I.
+# CPPFLAGS and LDFLAGS are the builder's (the Debian package's hardening
+# flags from dpkg-buildflags: _FORTIFY_SOURCE, relro, now); empty here.
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -I.
 
 B	?= build
 # Every header: an object depends on all of them (a plain Makefile).
@@ -62,7 +65,8 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_sender test_status test_digest test_history test_copy \
 	  test_inbox_pg
 
-.PHONY: all deps test test-all storm test-build san tsan bench demo clean install static \
+.PHONY: all deps test test-all storm test-build san tsan bench demo clean install \
+	uninstall deb static \
 	static-bins dist dist-tarball fuzz fuzz-build fuzz-smoke FORCE
 all: $(B)/webhook.fcgi $(B)/webhook-drain
 
@@ -103,10 +107,10 @@ $(B)/libwebhook.a: $(LIB_OBJ)
 	ar qcs $@ $(LIB_OBJ)
 
 $(B)/webhook.fcgi: $(B)/webhook.fcgi.o $(B)/libwebhook.a
-	$(CC) $(CFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(B)/webhook.fcgi.o $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
 $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
-	$(CC) $(CFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) \
 	    $(PG_LIBS)
 
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
@@ -253,11 +257,76 @@ demo: deps
 	$(MAKE) all
 	scripts/demo
 
+# `make install`: the GNU conventions (PREFIX, DESTDIR; BINDIR... each
+# overridable).  The receiver goes to sbin, as a daemon of section 8
+# (webhook.fcgi(8)); the systemd units, the configuration snippets and the
+# docs go where the package puts them (docs/vps.md).  The units name
+# /usr/bin and /usr/sbin: installed elsewhere, they are rewritten to
+# BINDIR and SBINDIR.  systemd reads /usr/local/lib/systemd/system too.
+# Nothing is written to /etc, /var or /run: a config is the operator's
+# (from DATADIR/webhook.conf.vps), and the state directories are the
+# package's or the operator's to make (README, "VPS quickstart").
+# `make uninstall` removes exactly these files, then the package's own
+# directories if they are left empty.
+BINDIR	?= $(PREFIX)/bin
+SBINDIR	?= $(PREFIX)/sbin
+DATADIR	?= $(PREFIX)/share/webhook-inbox
+MANDIR	?= $(PREFIX)/share/man
+DOCDIR	?= $(PREFIX)/share/doc/webhook-inbox
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+MAN_PAGES  = man/webhook-drain.1 man/webhook.conf.5 man/webhook.fcgi.8
+CONF_FILES = $(sort $(filter-out conf/systemd,$(wildcard conf/*)))
+CONF_EXEC  = conf/handler.sh conf/webhook-spawn conf/webhook.fcgi-wrapper
+UNITS	   = $(wildcard conf/systemd/*.service conf/systemd/*.socket \
+	     conf/systemd/*.timer)
+DOC_FILES  = README.md $(wildcard docs/*.md docs/*.json)
+INSTALLED  = $(BINDIR)/webhook-drain $(SBINDIR)/webhook.fcgi \
+	     $(foreach m,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	     $(CONF_FILES:conf/%=$(DATADIR)/%) $(UNITS:conf/systemd/%=$(UNITDIR)/%) \
+	     $(DOC_FILES:%=$(DOCDIR)/%)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/webhook-inbox
-	install -m 755 $(B)/webhook.fcgi $(B)/webhook-drain $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 conf/webhook.conf.example $(DESTDIR)$(PREFIX)/share/webhook-inbox/
-	install -m 755 conf/handler.sh $(DESTDIR)$(PREFIX)/share/webhook-inbox/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(UNITDIR)
+	install -m 755 $(B)/webhook-drain $(DESTDIR)$(BINDIR)/
+	install -m 755 $(B)/webhook.fcgi $(DESTDIR)$(SBINDIR)/
+	install -m 644 man/webhook-drain.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/webhook.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 man/webhook.fcgi.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 $(filter-out $(CONF_EXEC),$(CONF_FILES)) $(DESTDIR)$(DATADIR)/
+	install -m 755 $(CONF_EXEC) $(DESTDIR)$(DATADIR)/
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 644 $(filter docs/%,$(DOC_FILES)) $(DESTDIR)$(DOCDIR)/docs/
+	for u in $(UNITS); do \
+	    sed -e 's|/usr/sbin/webhook\.fcgi|$(SBINDIR)/webhook.fcgi|g' \
+		-e 's|/usr/bin/webhook-drain|$(BINDIR)/webhook-drain|g' $$u \
+		>$(DESTDIR)$(UNITDIR)/$${u##*/} && \
+	    chmod 644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; \
+	done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null
+
+# `make deb`: the Debian package, build/deb/webhook-inbox_VERSION_amd64.deb
+# (debian/: debhelper; lintian it with `lintian build/deb/*.deb`), built
+# by dpkg-buildpackage from a copy of the tree's files (not its build
+# directories) in build/deb/src, so that nothing of the tree is written;
+# the commit is passed on, the copy having no .git.  Needs debhelper
+# (scripts/install-deps).
+DEB	 = $(B)/deb/webhook-inbox_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
+deb:
+	@test "$$(dpkg-parsechangelog -S Version)" = "$(VERSION)" || { \
+	    echo "make deb: debian/changelog says $$(dpkg-parsechangelog -S Version)," \
+	    "VERSION $(VERSION): add a changelog entry (dch -v $(VERSION))" >&2; exit 1; }
+	rm -rf $(B)/deb
+	mkdir -p $(B)/deb/src
+	tar -cf - --exclude=./.git --exclude='./build*' --exclude=./demo . | \
+	    tar -C $(B)/deb/src -xf -
+	cd $(B)/deb/src && WEBHOOK_COMMIT=$(COMMIT) dpkg-buildpackage -us -uc -b \
+	    >../build.log 2>&1 || { tail -40 ../build.log; exit 1; }
+	@ls -l $(DEB)
 
 # `make static`: build-static/webhook.fcgi and build-static/webhook-drain,
 # two fully static executables (`ldd`: "not a dynamic executable") for
@@ -470,7 +539,7 @@ dist: deps
 
 dist-tarball: $(DIST_TGZ)
 
-$(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/HOSTING.md) README.md VERSION
+$(DIST_TGZ): $(SB_BINS) $(CONF_FILES) $(wildcard docs/HOSTING.md) README.md VERSION
 	@test -f docs/HOSTING.md || { echo "make dist: docs/HOSTING.md is" \
 	    "missing: the tarball's HOSTING.md, the guide to installing it on a" \
 	    "host; write it (or merge it from main) first" >&2; exit 1; }
@@ -478,7 +547,7 @@ $(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/HOSTING.md) README.md VERSION
 	mkdir -p $(DIST_DIR)/$(DIST_NAME)/conf
 	cp $(SB_BINS) README.md VERSION $(DIST_DIR)/$(DIST_NAME)/
 	cp docs/HOSTING.md $(DIST_DIR)/$(DIST_NAME)/
-	cp conf/* $(DIST_DIR)/$(DIST_NAME)/conf/
+	cp $(CONF_FILES) $(DIST_DIR)/$(DIST_NAME)/conf/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | \
 	    sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner \
