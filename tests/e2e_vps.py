@@ -690,9 +690,10 @@ class TestQuickstart(unittest.TestCase):
         self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid),
                          (0o660, pwd.getpwnam(WEB).pw_uid,
                           grp.getgrnam(NGINX_USER).gr_gid))
-        # The quickstart's check, as the drainer's user.
+        # The quickstart's check, as the drainer's user (--handler: the
+        # sample handler on a test event).
         p = run(["runuser", "-u", CRON, "--", s.drain(), "-c", s.conf,
-                 "check"])
+                 "check", "--handler"])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         p = self.send("--size", "1000")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr +

@@ -317,7 +317,7 @@ static int stderr_copy = -1;	/* the original stderr, to switch back to */
 static int log_file;		/* log_fd holds a file log_open opened */
 /*
  * The file's path and identity, for rotation (logrotate renames the file
- * and a new one takes its path; docs/vps.md "Logs"): before each line,
+ * and a new one takes its path; docs/vps.md, "The log"): before each line,
  * when the path no longer names the file we hold, we open it anew.  A
  * line between that stat and its write still goes to the renamed file,
  * which logrotate's `delaycompress` keeps as it is: no line is lost, and
