@@ -2,8 +2,9 @@
 uninstall, the man pages (mandoc's lint, and no drift from --help and the
 config table), the Debian package (lintian, its contents, an install into
 a throwaway root), the systemd units (systemd-analyze verify, and their
-command lines run as systemd would run them, behind a real nginx), and the
-log rotated by a real logrotate while the receiver and the drainer write.
+command lines run as systemd would run them, behind a real nginx), the
+log rotated by a real logrotate while the receiver and the drainer write,
+and a package upgrade under the running receiver.
 
 There is no systemd as PID 1 on a test machine.  What runs here, and
 what is only verified:
@@ -839,6 +840,41 @@ class TestQuickstart(unittest.TestCase):
         self.assertIn("webhook.fcgi[%d]" % pid, newest)
         for mid in failed[-2:]:
             self.assertIn(mid, newest)
+
+    def test_3_package_upgrade_stops_nothing(self):
+        """What dpkg does at an upgrade (the new file unpacked beside
+        the old one, then renamed over it; nothing stopped: debian/rules):
+        the socket-activated receiver, sandboxed, becomes the new program
+        in the same process at its next request, on the same socket."""
+        s = self.s
+        nxt = os.path.join(ROOT, "build", "tests", "webhook.fcgi.next")
+        if not os.path.exists(nxt):
+            p = run(["make", "-s", "build/tests/webhook.fcgi.next"], cwd=ROOT)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        want = run([nxt, "--version"]).stdout.split("\n")[0]
+        self.assertIn("+next", want)
+        exe = s.path("/usr/sbin/webhook.fcgi")
+        shutil.copy2(nxt, exe + ".dpkg-new")
+        os.rename(exe + ".dpkg-new", exe)
+        pid = s.receiver.pid
+        deadline = time.time() + 60
+        n = 0
+        while time.time() < deadline:
+            p = self.send("--size", "200", "--id", "msg_upgrade%d" % n)
+            n += 1
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertRegex(p.stdout, r"^200 ")
+            got = run(["/proc/%d/exe" % pid, "--version"]).stdout
+            if got.split("\n")[0] == want:
+                break
+            time.sleep(0.05)
+        else:
+            self.fail("still %r after %d deliveries:\n%s" % (
+                got, n, s.read(s.log)))
+        self.assertIsNone(s.receiver.poll())
+        self.assertEqual(s.receiver.pid, pid)
+        p = self.send("--size", "200", "--id", "msg_after_upgrade")
+        self.assertRegex(p.stdout, r"^200 webhook-id=msg_after_upgrade stored")
 
 
 if __name__ == "__main__":
