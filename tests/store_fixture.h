@@ -1,7 +1,7 @@
 /*
  * store_fixture: one event into an inbox as the receiver stores it, for
- * the unit tests of both backends (test_inbox, test_inbox_pg, and the
- * copy tests through copy_fixture.h).
+ * the unit tests of both backends (test_store, test_inbox, test_inbox_pg,
+ * and the copy tests through copy_fixture.h).
  */
 #ifndef WEBHOOK_TESTS_STORE_FIXTURE_H
 #define WEBHOOK_TESTS_STORE_FIXTURE_H

@@ -1,20 +1,23 @@
 /*
- * test_inbox_pg: lib/store/postgresql/ — store/inbox.h's contract on a real
- * PostgreSQL (the database WEBHOOK_TEST_DATABASE names; tests/run gets one
- * from tests/pgserver.py): storing and duplicates (which write `seen`),
- * hand-out order, the hold rule, the stale rule, leases between two
- * connections (a second drainer skips a leased object, takes over an
- * expired lease, and the first one's verdict is then INBOX_LOST),
- * batches with cursors, filters with globs, requeue, forget, retention,
- * status, history, the schema version, synchronous_commit, and an
- * unreachable server; and copying (lib/operator/copy.c, lib/store/postgresql/copy.c):
- * SQLite to PostgreSQL and back, every table and column byte for byte,
- * the digest rule deciding which side wins, small pages and the byte
- * bound, and rows PostgreSQL cannot hold left out and named.
+ * test_inbox_pg: what only the PostgreSQL engine has (lib/store/
+ * postgresql/), on a real server (the database WEBHOOK_TEST_DATABASE names;
+ * tests/run gets one from tests/pgserver.py): duplicates that write
+ * `seen`, keys that are not UTF-8, statements outlived by the schema,
+ * leases between connections (a second drainer skips a leased object,
+ * takes over an expired lease, and the first one's verdict is then
+ * INBOX_LOST; every verdict releases its lease; a claim that waited for
+ * one sees the verdict's clocks), verdicts that survive a crash of the
+ * server, the schema version, synchronous_commit and replication waits,
+ * an unreachable server; and copying (lib/operator/copy.c,
+ * lib/store/postgresql/copy.c): SQLite to PostgreSQL and back, every
+ * table and column byte for byte, the digest rule deciding which side
+ * wins, small pages and the byte bound, and rows PostgreSQL cannot hold
+ * left out and named.  The store's contract itself, the same on both
+ * engines, is test_store's.
  *
  * Each test starts from an empty database (every table dropped, the
  * schema applied again by inbox_open).  Times after storing are explicit
- * now_ns values, as in test_inbox.
+ * now_ns values, as in test_store.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,54 +221,40 @@ START_TEST(keys_that_are_not_utf8_never_stand_in_for_another)
 }
 END_TEST
 
-START_TEST(order_hold_and_retry_holds_the_object)
+/*
+ * What PostgreSQL keeps beside the contract (test_store runs the order,
+ * the hold and the stale rule on both engines): the claim's lease is gone
+ * after every verdict (failed, done, marked stale, claimed stale), and the
+ * events_held view shows the events held behind a failed one.
+ */
+START_TEST(every_verdict_releases_its_lease)
 {
-	char got[256];
-	int64_t now = util_now_ns() + DAY;
-
-	/* Arrival order is not hand-out order. */
-	store("a3", "t", AT("10:00:03"), "client", "1", NULL);
-	store("a1", "t", AT("10:00:01"), "client", "1", NULL);
-	store("b1", "t", AT("10:00:02"), "client", "2", NULL);
-	store("a2", "t", AT("10:00:02"), "client", "1", NULL);
-	store("n1", "t", NULL, NULL, NULL, NULL);	/* received_at: last */
-	/* a1 fails: a2 and a3 wait behind it, b1 and n1 go. */
-	drain_ids(ib, "a1", now, got, sizeof got);
-	ck_assert_str_eq(got, "a1 b1 n1");
-	drain_ids(ib, NULL, now, got, sizeof got);
-	ck_assert_str_eq(got, "");
-	ck_assert_int_eq(sql_int("SELECT count(*) FROM events_held"), 2);
-	/* An hour later a1 is due again, then the rest in order. */
-	drain_ids(ib, NULL, now + 3601 * SEC, got, sizeof got);
-	ck_assert_str_eq(got, "a1 a2 a3");
-	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
-	/* next_due counted the received rows in history. */
-	ck_assert_int_eq(sql_int("SELECT sum(n) FROM history"
-	    " WHERE name = 'received'"), 5);
-}
-END_TEST
-
-START_TEST(stale_by_either_clock_and_requeue)
-{
-	struct inbox_filter f = { 0 };
+	struct inbox_filter f = { .webhook_id = "old" };
 	char got[256];
 	int64_t now = util_now_ns() + DAY, n;
 
-	store("new", "t", AT("10:00:05"), "client", "1", AT("09:00:05"));
-	drain_ids(ib, NULL, now, got, sizeof got);
-	ck_assert_str_eq(got, "new");
-	store("old", "t", AT("10:00:01"), "client", "1", NULL);
-	store("oldver", "t", NULL, "client", "1", AT("09:00:01"));
-	store("same", "t", AT("10:00:05"), "client", "1", NULL);
-	drain_ids(ib, NULL, now, got, sizeof got);
-	ck_assert_str_eq(got, "old(stale) same oldver(stale)");
-	/* Marking stale released the lease the claim took. */
+	store("a1", "t", AT("10:00:01"), "client", "1", NULL);
+	store("a2", "t", AT("10:00:02"), "client", "1", NULL);
+	store("a3", "t", AT("10:00:03"), "client", "1", NULL);
+	store("b1", "t", AT("10:00:02"), "client", "2", NULL);
+	drain_ids(ib, "a1", now, got, sizeof got);
+	ck_assert_str_eq(got, "a1 b1");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events_held"), 2);
 	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
-	f.webhook_id = "old";
+	drain_ids(ib, NULL, now + 3601 * SEC, got, sizeof got);
+	ck_assert_str_eq(got, "a1 a2 a3");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events_held"), 0);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
+
+	store("old", "t", AT("10:00:00"), "client", "1", NULL);
+	drain_ids(ib, NULL, now, got, sizeof got);
+	ck_assert_str_eq(got, "old(stale)");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
 	OK(inbox_requeue(ib, &f, now, &n, &err));
 	ck_assert_int_eq(n, 1);
 	drain_ids(ib, NULL, now + SEC, got, sizeof got);
 	ck_assert_str_eq(got, "old(claimed stale)");
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM leases"), 0);
 }
 END_TEST
 
@@ -515,40 +504,6 @@ START_TEST(expired_lease_taken_over_and_the_late_verdict_is_lost)
 }
 END_TEST
 
-START_TEST(batch_with_cursor_and_failed_death)
-{
-	struct event_fields f = { 0 };
-	struct inbox_delivery d[3];
-	int changed[3];
-	struct inbox_batch b = { .d = d, .n = 3, .cursor_name = "sync:clients",
-	    .cursor_updated_after = "2026-01-01T00:00:00Z",
-	    .cursor_page = "p2", .changed = changed };
-	char *ua = NULL, *page = NULL;
-	int i;
-
-	store("d1", "t", NULL, NULL, NULL, NULL);
-	memset(d, 0, sizeof d);
-	for (i = 0; i < 3; i++) {
-		d[i].webhook_id = i == 0 ? "d1" : i == 1 ? "d2" : "d3";
-		d[i].body = "{}";
-		d[i].body_len = 2;
-		d[i].fields = &f;
-	}
-	OK(inbox_store_batch(ib, &b, &err));
-	ck_assert_int_eq(b.stored, 2);
-	ck_assert_int_eq(changed[0], 0);
-	ck_assert_int_eq(changed[1], 1);
-	OK(inbox_cursor_get(ib, "sync:clients", &ua, &page, &err));
-	ck_assert_str_eq(ua, "2026-01-01T00:00:00Z");
-	ck_assert_str_eq(page, "p2");
-	free(ua);
-	free(page);
-	OK(inbox_cursor_get(ib, "sync:none", &ua, &page, &err));
-	ck_assert_ptr_null(ua);
-	ck_assert_ptr_null(page);
-}
-END_TEST
-
 static int
 count_cb(const struct inbox_event *e, void *arg)
 {
@@ -556,51 +511,6 @@ count_cb(const struct inbox_event *e, void *arg)
 	(*(int *)arg)++;
 	return 0;
 }
-
-START_TEST(filters_globs_forget_and_status)
-{
-	struct inbox_filter f = { 0 };
-	struct inbox_status_report r;
-	int64_t n;
-	int listed = 0;
-
-	store("p1", "payment.created", NULL, NULL, NULL, NULL);
-	store("p2", "payment.failed", NULL, NULL, NULL, NULL);
-	store("c1", "client.updated", NULL, NULL, NULL, NULL);
-	store("c2", "clientXupdated", NULL, NULL, NULL, NULL);
-	f.type_glob = "payment.*";
-	OK(inbox_count(ib, &f, &n, &err));
-	ck_assert_int_eq(n, 2);
-	f.type_glob = "client.updated";	/* the dot is a dot */
-	OK(inbox_count(ib, &f, &n, &err));
-	ck_assert_int_eq(n, 1);
-	f.type_glob = "[cp]*.??????d";
-	OK(inbox_count(ib, &f, &n, &err));
-	ck_assert_int_eq(n, 2);		/* client.updated, payment.created */
-	f.type_glob = "[^p]*";
-	OK(inbox_list(ib, &f, 0, count_cb, &listed, &err));
-	ck_assert_int_eq(listed, 2);
-	f.type_glob = NULL;
-	f.state = "pending";
-	f.limit = 3;
-	listed = 0;
-	OK(inbox_list(ib, &f, 1, count_cb, &listed, &err));
-	ck_assert_int_eq(listed, 3);
-	f.limit = 0;
-	f.state = NULL;
-	f.webhook_id = "c2";
-	OK(inbox_forget(ib, &f, &n, &err));
-	ck_assert_int_eq(n, 1);
-	OK(inbox_status_report(ib, &r, &err));
-	ck_assert_int_eq(r.pending, 3);
-	ck_assert_int_eq(r.done, 0);
-	ck_assert_str_ne(r.oldest_pending, "");
-	OK(inbox_note_run(ib, util_now_ns(), "ok: 1 done", &err));
-	OK(inbox_status_report(ib, &r, &err));
-	ck_assert_str_eq(r.last_run_outcome, "ok: 1 done");
-	OK(inbox_probe_write(ib, &err));
-}
-END_TEST
 
 /*
  * Statements with parameters are prepared once per connection.  When the
@@ -632,59 +542,6 @@ START_TEST(prepared_statement_outlived_by_the_schema_reopens)
 	OK(inbox_list(p, &f, 0, count_cb, &listed, &err));
 	ck_assert_int_eq(listed, 1);
 	inbox_close(p);
-}
-END_TEST
-
-START_TEST(retention_drops_bodies_then_rows)
-{
-	char got[64];
-	int64_t now = util_now_ns() + DAY, bodies, rows;
-
-	store("r1", "t", NULL, "client", "5", NULL);
-	drain_ids(ib, NULL, now, got, sizeof got);
-	ck_assert_str_eq(got, "r1");
-	OK(inbox_purge(ib, now + 8 * DAY, 7 * DAY, &bodies, &rows, &err));
-	ck_assert_int_eq(bodies, 1);
-	ck_assert_int_eq(rows, 0);
-	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
-	    " WHERE body IS NULL"), 1);
-	OK(inbox_purge(ib, now + 32 * DAY, 7 * DAY, &bodies, &rows, &err));
-	ck_assert_int_eq(rows, 1);
-	ck_assert_int_eq(sql_int("SELECT count(*) FROM objects"), 0);
-}
-END_TEST
-
-static int
-hist_cb(const struct inbox_history_row *r, void *arg)
-{
-	if (strcmp(r->name, "done") == 0)
-		*(int64_t *)arg += r->n;
-	return 0;
-}
-
-static int
-run_cb(const struct inbox_run_record *r, void *arg)
-{
-	ck_assert_str_eq(r->result, "ok");
-	(*(int *)arg)++;
-	return 0;
-}
-
-START_TEST(history_and_runs)
-{
-	struct history_delta d = { .bucket_s = 1772366400 / 300 * 300,
-	    .name = "done", .label = "", .idx = 0, .n = 3 };
-	struct inbox_run_record run = { .started_ns = util_now_ns() - SEC,
-	    .finished_ns = util_now_ns(), .done = 3, .result = "ok" };
-	int64_t sum = 0;
-	int runs = 0;
-
-	OK(inbox_history_add(ib, &d, 1, &run, util_now_ns(), &err));
-	OK(inbox_history_add(ib, &d, 1, NULL, util_now_ns(), &err));
-	OK(inbox_history_read(ib, INT64_MIN, hist_cb, &sum, &err));
-	ck_assert_int_eq(sum, 6);	/* folded into days or not: the sum */
-	OK(inbox_runs_read(ib, 0, run_cb, &runs, &err));
-	ck_assert_int_eq(runs, 1);
 }
 END_TEST
 
@@ -1024,17 +881,12 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, store_and_duplicate_writes);
 	tcase_add_test(tc, prepared_statement_outlived_by_the_schema_reopens);
 	tcase_add_test(tc, keys_that_are_not_utf8_never_stand_in_for_another);
-	tcase_add_test(tc, order_hold_and_retry_holds_the_object);
-	tcase_add_test(tc, stale_by_either_clock_and_requeue);
+	tcase_add_test(tc, every_verdict_releases_its_lease);
 	tcase_add_test(tc, second_drainer_skips_a_leased_object);
 	tcase_add_test(tc, expired_lease_taken_over_and_the_late_verdict_is_lost);
 	tcase_add_test(tc, claim_that_finds_nothing_leaves_no_lease);
 	tcase_add_test(tc, claim_that_waited_for_a_verdict_sees_its_clocks);
 	tcase_add_test(tc, verdicts_survive_a_crash_of_the_server);
-	tcase_add_test(tc, batch_with_cursor_and_failed_death);
-	tcase_add_test(tc, filters_globs_forget_and_status);
-	tcase_add_test(tc, retention_drops_bodies_then_rows);
-	tcase_add_test(tc, history_and_runs);
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, synchronous_commit_raised_to_on);
 	tcase_add_test(tc, unreachable_fails_then_backs_off);

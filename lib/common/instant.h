@@ -51,8 +51,8 @@ int	instant_to_ns(const char *s, int64_t *ns);
  * one wins); normalised instants order as text.  Returns a or b.  What
  * an object's clocks advance to when a handed-out event carried the
  * object at a version (object_version) newer or older than its own
- * clocks: tests/test_inbox.c, "refetch_version_advances_clocks", fails
- * when the comparison is turned around. */
+ * clocks: tests/test_store.c, "refetch_version_advances_clocks", fails
+ * on either engine when the comparison is turned around. */
 const char *instant_later(const char *a, const char *b);
 
 #endif
