@@ -358,7 +358,7 @@ class TestDrainers(PgBase):
         pgserver.execute(self.db, "UPDATE leases SET owner = 'another'")
         open(go, "w").close()
         out, err = d.communicate(timeout=120)
-        self.assertIn("lease expired and another drainer took the event over", err)
+        self.assertIn("its lease expired and another drainer took the event over", err)
         # Not a broken inbox: the run ends normally (it would go on with
         # other objects), and the other drainer's verdict is the one kept.
         self.assertEqual(d.returncode, 0, err)

@@ -1198,16 +1198,16 @@ START_TEST(failures_and_death)
 	ck_assert_str_eq(due(t + 1000 * SEC, 0), "");
 
 	/*
-	 * A verdict for an event no longer pending changes nothing.  What it
-	 * returns differs: SQLite records nothing and says INBOX_OK; on
-	 * PostgreSQL the finish_* calls are fenced by the claim's lease
-	 * (inbox.h, inbox_claim), which the verdict that made it dead
-	 * released, so it says INBOX_LOST.
+	 * A verdict for an event no longer pending changes nothing and says
+	 * INBOX_LOST on both engines (inbox.h, the finish_* calls).
 	 */
 	st = fixture_fail(ib, &e, t + 100 * SEC, 60 * SEC, 3, "late", NULL, 0,
 	    &dead, &err);
-	ck_assert_msg(st == (engine == ENG_PG ? INBOX_LOST : INBOX_OK),
-	    "late verdict: %d: %s", (int)st, ERR);
+	ck_assert_msg(st == INBOX_LOST, "late verdict: %d: %s", (int)st, ERR);
+	ck_assert_int_eq(inbox_finish_done(ib, &e, t + 100 * SEC, NULL, 0, &err),
+	    INBOX_LOST);
+	ck_assert_int_eq(inbox_finish_stale(ib, &e, t + 100 * SEC, &err),
+	    INBOX_LOST);
 	ck_assert_int_eq(dead, 0);
 	get("f", &s);
 	ck_assert_int_eq(s.failures, 3);

@@ -195,10 +195,11 @@ static void
 lost(struct run *run, struct slot *sl)
 {
 	run->res->n.skipped++;
-	say(run->h, "%s: not recorded: its lease expired and another drainer "
-	    "took the event over (it is handed out again there); a drainer "
-	    "stalled past its lease (stopped, swapped out) lets that happen",
-	    sl->idesc);
+	say(run->h, "%s: not recorded: the event is no longer this run's — "
+	    "forgotten or finished meanwhile, or its lease expired and another "
+	    "drainer took the event over (it is handed out again there); a "
+	    "drainer stalled past its lease (stopped, swapped out) lets that "
+	    "happen", sl->idesc);
 }
 
 /* Record a failed attempt (retry or death) and report it.  retry_after_s

@@ -92,10 +92,11 @@ enum inbox_status {
 	INBOX_NOT_FOUND,	/* no such event */
 	INBOX_BUSY,		/* the write lock stayed taken past busy_timeout */
 	INBOX_FAILED,		/* anything else: disk full, read-only, I/O… */
-	INBOX_LOST		/* finish_*: this drainer's lease on the event's
-				 * object expired and another drainer took it
-				 * (PostgreSQL): nothing recorded, the other
-				 * drainer hands the event out again */
+	INBOX_LOST		/* finish_*: the event is no longer this
+				 * drainer's (forgotten or finished meanwhile;
+				 * on PostgreSQL, its lease expired and another
+				 * drainer took the object over and hands the
+				 * event out again): nothing recorded */
 };
 
 /* The backends this binary was built with: "sqlite" or "sqlite,
@@ -312,6 +313,13 @@ enum inbox_status inbox_claim(struct inbox *ib, struct inbox_event *e,
  * the object's clocks advanced (never moved back); `output`/`output_len`
  * the tail of the handler's output (may be NULL).  Failed: see
  * struct inbox_failure.
+ *
+ * A verdict records only for an event that is still pending and still
+ * this drainer's (SQLite: its run holds the run lock; PostgreSQL: this
+ * connection's lease from inbox_claim).  Otherwise — the event was
+ * forgotten or finished meanwhile, or another drainer took its object
+ * over after the lease expired — nothing is recorded, not even the
+ * object's clocks, and the call returns INBOX_LOST, on both engines.
  */
 enum inbox_status inbox_finish_done(struct inbox *ib, const struct inbox_event *e,
 	    int64_t now_ns, const void *output, size_t output_len,

@@ -313,6 +313,20 @@ bind_output(sqlite3_stmt *st, int i, const void *output, size_t len)
 	return sqlite3_bind_blob64(st, i, output, len, SQLITE_STATIC);
 }
 
+/*
+ * A verdict whose event is no longer pending (forgotten, or finished by
+ * another hand meanwhile) records nothing: roll back, INBOX_LOST, as the
+ * PostgreSQL engine answers a verdict whose lease is gone (store/inbox.h,
+ * the finish_* calls).
+ */
+static enum inbox_status
+not_pending(struct inbox *ib, sqlite3_stmt *st)
+{
+	sqlite3_finalize(st);
+	ib_rollback(ib);
+	return INBOX_LOST;
+}
+
 enum inbox_status
 inbox_sqlite_finish_stale(struct inbox *ib, const struct inbox_event *e,
     int64_t now_ns, struct buf *err)
@@ -331,6 +345,8 @@ inbox_sqlite_finish_stale(struct inbox *ib, const struct inbox_event *e,
 	    (rc = ib_bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
 	    (rc = ib_run(ib, st)) != SQLITE_OK)
 		return ib_txn_fail(ib, st, err, "marking stale", rc);
+	if (sqlite3_changes(ib->db) == 0)
+		return not_pending(ib, st);
 	return ib_txn_commit(ib, st, err, "marking stale");
 }
 
@@ -346,13 +362,17 @@ inbox_sqlite_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t 
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
 	    "UPDATE events SET state = 'done', finished_at = ?2, requeued = 0,"
-	    " last_error = NULL, last_output = ?3 WHERE webhook_id = ?1",
+	    " last_error = NULL, last_output = ?3"
+	    " WHERE webhook_id = ?1 AND state = 'pending'",
 	    -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
 	    (rc = bind_output(st, 3, output, output_len)) != SQLITE_OK ||
 	    (rc = ib_run(ib, st)) != SQLITE_OK)
 		goto fail;
+	/* Not pending any more: its object's clocks do not move either. */
+	if (sqlite3_changes(ib->db) == 0)
+		return not_pending(ib, st);
 	sqlite3_finalize(st);
 	st = NULL;
 	if (e->object_id != NULL && e->object_type != NULL) {
@@ -423,6 +443,8 @@ inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	    (rc = ib_bind_instant(st, 6, f->now_ns + f->retry_ns, next)) != SQLITE_OK)
 		return ib_txn_fail(ib, st, err, "recording a failure", rc);
 	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return not_pending(ib, st);
 	if (rc == SQLITE_ROW) {
 		f->dead = sqlite3_column_int(st, 0);
 		rc = sqlite3_step(st);
