@@ -38,7 +38,7 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c instant.c signature.c)
+COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -59,7 +59,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status test_digest test_history test_copy \
+	  test_sender test_status test_digest test_history test_report_history test_copy \
 	  test_inbox_pg
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install static \
