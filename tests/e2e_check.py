@@ -66,6 +66,20 @@ class TestCheck(unittest.TestCase):
         self.assertIn("secret: not standard base64", out)
         self.assertNotIn("C2FVsBQ", out)
 
+    def test_config_messages_name_what_is_wrong(self):
+        # An unknown key is named (with the key it was meant to be), and a
+        # typo in a secret's prefix is said as such, not as base64.
+        with open(self.sb.conf, "a") as f:
+            f.write("logfile = /tmp/x.log\n"
+                    "secret = whsek_C2FVsBQIhrscChlQIMV+b5sSYspob7oD\n")
+        rc, out = self.check()
+        self.assertEqual(rc, 2)
+        self.assertRegex(out, r"webhook.conf:\d+: logfile: unknown key "
+                         r"\(did you mean log\?\)")
+        self.assertRegex(out, r"webhook.conf:\d+: secret: its prefix is not "
+                         r"whsec_ \(nor whpk_ for a public key\)")
+        self.assertNotIn("C2FVsBQ", out)
+
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)
         rc, out = self.check()
