@@ -452,9 +452,11 @@ $(SB)/LINKED.txt: $(SB_BINS) scripts/static-linked
 
 # `make dist`: the static binaries as a release for shared hosting,
 # build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz, one top
-# directory webhook-inbox-VERSION/ with both binaries, conf/, HOSTING.md
-# (docs/HOSTING.md: the guide an operator follows with the tarball, so
-# none is made without it), README.md, VERSION and SHA256SUMS
+# directory webhook-inbox-VERSION/ with both binaries, conf/, README.md,
+# docs/HOSTING.md (the guide an operator follows with the tarball, so
+# none is made without it) and every document these two link, at its
+# path in the repository (scripts/dist-docs: no link of the release
+# leads out of it), VERSION and SHA256SUMS
 # (`sha256sum -c SHA256SUMS` inside it); beside the tarball, its own sum
 # as TARBALL.sha256 (what docs/HOSTING.md has the operator check) and in a
 # SHA256SUMS (a release page's list).  Reproducible from one commit: names
@@ -470,15 +472,18 @@ dist: deps
 
 dist-tarball: $(DIST_TGZ)
 
-$(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/HOSTING.md) README.md VERSION
+$(DIST_TGZ): $(SB_BINS) $(wildcard conf/* docs/* bench/*.md tests/*.md) \
+	    README.md VERSION scripts/dist-docs
 	@test -f docs/HOSTING.md || { echo "make dist: docs/HOSTING.md is" \
-	    "missing: the tarball's HOSTING.md, the guide to installing it on a" \
+	    "missing: the tarball's guide to installing it on a" \
 	    "host; write it (or merge it from main) first" >&2; exit 1; }
 	rm -rf $(DIST_DIR)
 	mkdir -p $(DIST_DIR)/$(DIST_NAME)/conf
-	cp $(SB_BINS) README.md VERSION $(DIST_DIR)/$(DIST_NAME)/
-	cp docs/HOSTING.md $(DIST_DIR)/$(DIST_NAME)/
+	scripts/dist-docs README.md docs/HOSTING.md >$(SB)/dist-docs.list
+	cp $(SB_BINS) VERSION $(DIST_DIR)/$(DIST_NAME)/
 	cp conf/* $(DIST_DIR)/$(DIST_NAME)/conf/
+	while read -r f; do mkdir -p "$(DIST_DIR)/$(DIST_NAME)/$$(dirname "$$f")" && \
+	    cp "$$f" "$(DIST_DIR)/$(DIST_NAME)/$$f" || exit 1; done <$(SB)/dist-docs.list
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | \
 	    sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner \
