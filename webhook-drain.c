@@ -902,7 +902,7 @@ cmd_send(const struct config *c, struct opts *o)
 		    a.body.len > 200 ? 200 : a.body.len);
 	else	/* a web server's page: its status says enough */
 		printf("(not webhook.fcgi's answer: the web server answered "
-		    "itself, the receiver never ran; HOSTING.md, step 5)");
+		    "itself, the receiver never ran; " PROBE_STEP_TEST "))");
 	putchar('\n');
 	rc = a.ours && a.status >= 200 && a.status < 300 ? 0 : EXIT_FAILED;
 out:

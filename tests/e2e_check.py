@@ -2,11 +2,12 @@
 misconfiguration it claims to catch, one test each, on real files and, where
 a second user matters, as `nobody`."""
 import os
+import re
 import shutil
 import subprocess
 import unittest
 
-from harness import SECRET_A, DRAIN, Sandbox, write_conf
+from harness import DRAIN, ROOT, SECRET_A, Sandbox, write_conf
 
 
 class TestCheck(unittest.TestCase):
@@ -79,6 +80,32 @@ class TestCheck(unittest.TestCase):
         self.assertRegex(out, r"webhook.conf:\d+: secret: its prefix is not "
                          r"whsec_ \(nor whpk_ for a public key\)")
         self.assertNotIn("C2FVsBQ", out)
+
+    def test_steps_named_as_the_guide_numbers_them(self):
+        # One numbering: the steps the programs name (lib/operator/probe.h,
+        # the only place they are written) are the guide's, and README's
+        # quickstart numbers its steps as the guide does.
+        with open(os.path.join(ROOT, "docs", "HOSTING.md")) as f:
+            guide = dict(re.findall(r"^## (\d+)\. (\w+)", f.read(), re.M))
+        with open(os.path.join(ROOT, "lib", "operator", "probe.h")) as f:
+            named = re.findall(r'"HOSTING.md step (\d+) \((\w+)"', f.read())
+        self.assertEqual(len(named), 3, named)
+        for n, title in named:
+            self.assertEqual(guide.get(n), title, (n, title, guide))
+        for d, _, fs in os.walk(os.path.join(ROOT, "lib")):
+            for fn in fs:
+                with open(os.path.join(d, fn)) as f:
+                    text = f.read()
+                if fn != "probe.h":
+                    self.assertNotRegex(text, r'"[^"\n]*\bstep \d', fn)
+        with open(os.path.join(ROOT, "webhook-drain.c")) as f:
+            self.assertNotRegex(f.read(), r'"[^"\n]*\bstep \d')
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        quick = readme[readme.index("## Shared hosting quickstart"):]
+        quick = quick[:quick.index("\n## ")]
+        steps = dict(re.findall(r"^(\d+)\. \*\*(\w+)", quick, re.M))
+        self.assertEqual(steps, {n: t for n, t in guide.items() if int(n) <= 7})
 
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)

@@ -484,13 +484,15 @@ class TestCheckUrl(OperatorBase):
         write_conf(other, **dict(self.keys, secret="whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"))
         rc, out = self.probe(other, "http://127.0.0.1:%d/hook" % self.srv.port)
         self.assertEqual(rc, 1, out)
-        self.assertRegex(out, r"FAIL url: signed small body: 401, not 200 — revisit step 3")
+        self.assertRegex(out, r"FAIL url: signed small body: 401, not 200 — "
+                         r"revisit HOSTING.md step 3 \(Edit: ")
         self.assertEqual(self.sb.count(), 0)
         # A URL that does not reach the receiver.
         rc, out = self.probe(self.sb.conf, "http://127.0.0.1:%d/nope.txt" % self.srv.port)
         self.assertEqual(rc, 1, out)
         self.assertRegex(out, r"FAIL url: signed small body: 404 from the web "
-                         r"server itself, not 200 — revisit step 2")
+                         r"server itself, not 200 — revisit HOSTING.md step 2 "
+                         r"\(Upload: ")
         self.assertIn("FAIL url: GET: 404, not 405", out)
 
 
