@@ -477,6 +477,11 @@ class TestCheckUrl(OperatorBase):
         self.assertEqual(len(lines), 4, out)
         self.assertTrue(all(l.startswith("ok ") for l in lines), out)
         self.assertEqual(self.sb.count(), 2)    # the small and the 250 KB one
+        # The receiver said which program it is: the drainer's build.
+        ours = subprocess.run([DRAIN, "--version"], capture_output=True,
+                              text=True).stdout.splitlines()[0]
+        self.assertIn("signed small body: 200 as expected, from %s" %
+                      ours.replace("webhook-drain", "webhook.fcgi"), lines[0])
 
     def test_broken_setups_name_the_step(self):
         # The drainer's config has another secret than the receiver's.

@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "lib/common/version.h"
 #include "lib/drain/api.h"
 #include "lib/operator/probe.h"
 #include "lib/operator/sender.h"
@@ -61,6 +62,34 @@ step_for(const struct sender_answer *a)
 	return PROBE_STEP_TEST ": the table of answers; the receiver's `log`)";
 }
 
+/*
+ * A delivery stored: ok, with the version the receiver says
+ * (X-Webhook-Inbox-Version, lib/receive/receive.h), and a warning when it
+ * is not this drainer's: an upgrade half done ("Upgrading" in
+ * docs/HOSTING.md: both together), or a FastCGI receiver that has not
+ * taken the new file over yet (it does at its next request).
+ */
+static void
+stored(struct probe *p, const char *what, const struct sender_answer *a)
+{
+	char ours[sizeof a->version];
+
+	if (a->version[0] == '\0') {
+		say(p, SETUP_OK, "%s: 200 as expected (the receiver says no "
+		    "version: a build older than this drainer)", what);
+		return;
+	}
+	say(p, SETUP_OK, "%s: 200 as expected, from webhook.fcgi %s", what,
+	    a->version);
+	(void)snprintf(ours, sizeof ours, "%s (commit %s)", version_number,
+	    version_commit);
+	if (strcmp(ours, a->version) != 0)
+		say(p, SETUP_WARN, "%s: the receiver is webhook.fcgi %s, this "
+		    "drainer %s: upgrade both together (HOSTING.md, Upgrading); "
+		    "a FastCGI receiver takes a new file over at its next "
+		    "request, so check again", what, a->version, ours);
+}
+
 /* One signed POST of `size` bytes that must be stored. */
 static void
 signed_post(struct probe *p, const struct signature_key *key, int64_t size,
@@ -83,6 +112,8 @@ signed_post(struct probe *p, const struct signature_key *key, int64_t size,
 	    &err) != SENDER_SENT)
 		say(p, SETUP_FAIL, "%s: %s — " PROBE_STEP_TEST ": the URL) or "
 		    "the host's firewall", what, err.data);
+	else if (a.status == want && want == 200 && a.ours)
+		stored(p, what, &a);
 	else if (a.status == want && (a.ours || want != 200))
 		say(p, SETUP_OK, "%s: %ld as expected", what, a.status);
 	else
