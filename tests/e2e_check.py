@@ -107,6 +107,25 @@ class TestCheck(unittest.TestCase):
         steps = dict(re.findall(r"^(\d+)\. \*\*(\w+)", quick, re.M))
         self.assertEqual(steps, {n: t for n, t in guide.items() if int(n) <= 7})
 
+    def test_field_limits_documented_as_the_code_has_them(self):
+        # The limits on reading an event's fields (lib/receive/event.h),
+        # where README describes the fields and in docs/caps.md.
+        with open(os.path.join(ROOT, "lib", "receive", "event.h")) as f:
+            h = f.read()
+        extract = eval(re.search(r"#define EVENT_EXTRACT_MAX\s+\(([\d *]+)\)",
+                                 h).group(1))
+        field = int(re.search(r"#define EVENT_FIELD_MAX\s+(\d+)", h).group(1))
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        para = readme[readme.index("are stored byte for byte; `type`"):]
+        para = para[:para.index("\n\n")]
+        self.assertIn("at most %d KiB" % (extract // 1024), para)
+        self.assertIn("longer than %d bytes" % field, para)
+        with open(os.path.join(ROOT, "docs", "caps.md")) as f:
+            caps = f.read()
+        self.assertIn("| `EVENT_EXTRACT_MAX` | %d KiB |" % (extract // 1024), caps)
+        self.assertIn("| `EVENT_FIELD_MAX` | %d bytes |" % field, caps)
+
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)
         rc, out = self.check()
