@@ -15,7 +15,7 @@
 
 #include "lib/common/utf8.h"
 #include "lib/operator/status.h"
-#include "lib/report/history.h"
+#include "lib/store/history.h"
 #include "lib/report/report.h"
 #include "lib/store/inbox.h"
 #include "tests/check_common.h"

@@ -347,7 +347,7 @@ flow_charts(FILE *f, const struct report *r, const struct report_slot *sl,
 
 /*
  * Wait and handler time p50/p95/max, merging `per` slots a point, from
- * slot `from`.  The quantiles come from fixed buckets (report/history.h):
+ * slot `from`.  The quantiles come from fixed buckets (lib/store/history.h):
  * what is known is the bucket's upper bound, or the max seen when lower,
  * so they are shown as "≤ N", never as if measured; the max is measured.
  */
