@@ -111,7 +111,7 @@ chart_of(const char *page, const char *id)
 }
 
 /* Points drawn in a chart's SVG (every series): "x,y " pairs in its
- * polylines' points. */
+ * polylines' points, and its dots (a line of one point). */
 static int
 points(const char *chart)
 {
@@ -123,6 +123,20 @@ points(const char *chart)
 		for (e = strchr(p, '"'); p < e; p++)
 			n += *p == ',';
 	}
+	for (p = chart; (p = strstr(p, "<circle ")) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Dots alone. */
+static int
+dots(const char *chart)
+{
+	const char *p;
+	int n = 0;
+
+	for (p = chart; (p = strstr(p, "<circle ")) != NULL; p++)
+		n++;
 	return n;
 }
 
@@ -183,6 +197,7 @@ START_TEST(young_inbox_draws_only_its_history)
 	c = chart_of(page, "backlog-30d");
 	ck_assert_ptr_nonnull(strstr(c, "data-from=\"29\""));
 	ck_assert_int_eq(points(c), 2);
+	ck_assert_int_eq(dots(c), 2);		/* one day: shown as dots */
 	free(c);
 	/* p50 lies in the ≤ 10 ms bucket, p95 in the ≤ 500 ms one, whose
 	 * bound is above the max seen (200): bounds, said as bounds. */

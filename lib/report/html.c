@@ -246,11 +246,25 @@ chart_value(FILE *f, const struct chart *c, int64_t v, int bound)
 		fprintf(f, "%" PRId64, v);
 }
 
+/* Where point i of a chart, of value v, goes in its SVG (max: the top). */
+static double
+point_x(const struct chart *c, int i)
+{
+	/* 2 px in from each side: a dot at either end shows whole. */
+	return c->n > 1 ? 2 + (double)i * (CW - 4) / (c->n - 1) : 2.0;
+}
+
+static double
+point_y(int64_t v, int64_t max)
+{
+	return CH + 2 - (double)v * CH / (double)max;
+}
+
 static void
 chart(FILE *f, const struct chart *c)
 {
 	int64_t max = 1, tot, m;
-	int i, s, open, seen;
+	int i, j, s, seen;
 
 	for (s = 0; s < c->k; s++)
 		for (i = c->from; i < c->n; i++)
@@ -259,25 +273,29 @@ chart(FILE *f, const struct chart *c)
 	fprintf(f, "<h3>%s</h3><div class=\"chart\" id=\"%s\" data-from=\"%d\">"
 	    "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s\">",
 	    c->title, c->id, c->from, CW, CH + 4, c->title);
-	for (s = 0; s < c->k; s++) {
-		for (open = 0, i = c->from; i < c->n; i++) {
-			if (c->v[s][i] < 0) {
-				if (open)
-					fputs("\"/>", f);
-				open = 0;
-				continue;
-			}
-			if (!open)
+	for (s = 0; s < c->k; s++)
+		for (i = c->from; i < c->n; i = j) {
+			/* One line per run of values with data; a run of one
+			 * (a history one bucket long) is a dot, or it would
+			 * not show. */
+			for (; i < c->n && c->v[s][i] < 0; i++)
+				;
+			for (j = i; j < c->n && c->v[s][j] >= 0; j++)
+				;
+			if (j - i == 1)
+				fprintf(f, "<circle class=\"k%d\" fill=\"none\" "
+				    "stroke-width=\"1.5\" r=\"2.5\" cx=\"%.1f\" "
+				    "cy=\"%.1f\"/>", c->cls[s], point_x(c, i),
+				    point_y(c->v[s][i], max));
+			else if (j - i > 1) {
 				fprintf(f, "<polyline class=\"k%d\" fill=\"none\" "
 				    "stroke-width=\"1.5\" points=\"", c->cls[s]);
-			open = 1;
-			fprintf(f, "%.1f,%.1f ", c->n > 1 ? (double)i * CW /
-			    (c->n - 1) : 0.0, CH + 2 - (double)c->v[s][i] * CH /
-			    (double)max);
+				for (; i < j; i++)
+					fprintf(f, "%.1f,%.1f ", point_x(c, i),
+					    point_y(c->v[s][i], max));
+				fputs("\"/>", f);
+			}
 		}
-		if (open)
-			fputs("\"/>", f);
-	}
 	fputs("</svg><table><tr><th></th><th>", f);
 	fputs(c->sums ? "total" : "last", f);
 	fputs("</th><th>max</th></tr>", f);
