@@ -108,9 +108,9 @@ class TestCheck(unittest.TestCase):
         self.assertEqual(steps, {n: t for n, t in guide.items() if int(n) <= 7})
 
     def test_field_limits_documented_as_the_code_has_them(self):
-        # The limits on reading an event's fields (lib/receive/event.h),
+        # The limits on reading an event's fields (lib/store/event.h),
         # where README describes the fields and in docs/caps.md.
-        with open(os.path.join(ROOT, "lib", "receive", "event.h")) as f:
+        with open(os.path.join(ROOT, "lib", "store", "event.h")) as f:
             h = f.read()
         extract = eval(re.search(r"#define EVENT_EXTRACT_MAX\s+\(([\d *]+)\)",
                                  h).group(1))

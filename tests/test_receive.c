@@ -15,7 +15,7 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
 #include "lib/common/signature.h"

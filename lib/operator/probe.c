@@ -8,7 +8,7 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
-#include "lib/common/version.h"
+#include "lib/program/version.h"
 #include "lib/drain/api.h"
 #include "lib/operator/probe.h"
 #include "lib/operator/sender.h"
