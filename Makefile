@@ -176,7 +176,7 @@ FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
 		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/store/history.c \
 		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
-		   lib/store/sqlite/checkpointer.c) \
+		   lib/store/sqlite/checkpointer.c lib/program/version.c) \
 		   $(FB)/lib/store/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) \
     fuzz/coverage-ignore.txt
