@@ -41,7 +41,7 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c instant.c signature.c)
+COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -62,7 +62,7 @@ UNIT_TESTS = test_util test_instant test_signature test_event test_config \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
-	  test_sender test_status test_digest test_history test_copy \
+	  test_sender test_status test_digest test_history test_report_history test_copy \
 	  test_inbox_pg test_store
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install \
@@ -180,7 +180,7 @@ FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
 		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/store/history.c \
 		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
-		   lib/store/sqlite/checkpointer.c) \
+		   lib/store/sqlite/checkpointer.c lib/program/version.c) \
 		   $(FB)/lib/store/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) \
     fuzz/coverage-ignore.txt
@@ -523,9 +523,11 @@ $(SB)/LINKED.txt: $(SB_BINS) scripts/static-linked
 
 # `make dist`: the static binaries as a release for shared hosting,
 # build-static/dist/webhook-inbox-VERSION-linux-x86_64.tar.gz, one top
-# directory webhook-inbox-VERSION/ with both binaries, conf/, HOSTING.md
-# (docs/HOSTING.md: the guide an operator follows with the tarball, so
-# none is made without it), README.md, VERSION and SHA256SUMS
+# directory webhook-inbox-VERSION/ with both binaries, conf/, README.md,
+# docs/HOSTING.md (the guide an operator follows with the tarball, so
+# none is made without it) and every document these two link, at its
+# path in the repository (scripts/dist-docs: no link of the release
+# leads out of it), VERSION and SHA256SUMS
 # (`sha256sum -c SHA256SUMS` inside it); beside the tarball, its own sum
 # as TARBALL.sha256 (what docs/HOSTING.md has the operator check) and in a
 # SHA256SUMS (a release page's list).  Reproducible from one commit: names
@@ -541,15 +543,18 @@ dist: deps
 
 dist-tarball: $(DIST_TGZ)
 
-$(DIST_TGZ): $(SB_BINS) $(CONF_FILES) $(wildcard docs/HOSTING.md) README.md VERSION
+$(DIST_TGZ): $(SB_BINS) $(CONF_FILES) $(wildcard docs/* bench/*.md tests/*.md) \
+	    README.md VERSION scripts/dist-docs
 	@test -f docs/HOSTING.md || { echo "make dist: docs/HOSTING.md is" \
-	    "missing: the tarball's HOSTING.md, the guide to installing it on a" \
+	    "missing: the tarball's guide to installing it on a" \
 	    "host; write it (or merge it from main) first" >&2; exit 1; }
 	rm -rf $(DIST_DIR)
 	mkdir -p $(DIST_DIR)/$(DIST_NAME)/conf
-	cp $(SB_BINS) README.md VERSION $(DIST_DIR)/$(DIST_NAME)/
-	cp docs/HOSTING.md $(DIST_DIR)/$(DIST_NAME)/
+	scripts/dist-docs README.md docs/HOSTING.md >$(SB)/dist-docs.list
+	cp $(SB_BINS) VERSION $(DIST_DIR)/$(DIST_NAME)/
 	cp $(CONF_FILES) $(DIST_DIR)/$(DIST_NAME)/conf/
+	while read -r f; do mkdir -p "$(DIST_DIR)/$(DIST_NAME)/$$(dirname "$$f")" && \
+	    cp "$$f" "$(DIST_DIR)/$(DIST_NAME)/$$f" || exit 1; done <$(SB)/dist-docs.list
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | \
 	    sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner \

@@ -467,7 +467,10 @@ struct run_ctx {
 
 /* A failed or dead event's lines, which the digest summarises on stderr
  * for cron's mail, go to `log` one by one too (both programs append
- * there: docs/DESIGN.md "Configuration"). */
+ * there: docs/DESIGN.md "Configuration"), every failed attempt: the mail
+ * says an event's first failure only, the log each one (docs/HOSTING.md
+ * "Where to look"), so a later run's failure is its -v line ("retry ID
+ * (why; failure N of M)"). */
 static void
 log_event(const struct drain_event *ev, int64_t max_attempts)
 {
@@ -477,7 +480,7 @@ log_event(const struct drain_event *ev, int64_t max_attempts)
 
 	if ((f = open_memstream(&text, &len)) == NULL)
 		return;
-	present_drain_event(f, f, ev, max_attempts, 0);
+	present_drain_event(f, f, ev, max_attempts, ev->outcome == DRAIN_RETRY);
 	fclose(f);
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
@@ -899,7 +902,7 @@ cmd_send(const struct config *c, struct opts *o)
 		    a.body.len > 200 ? 200 : a.body.len);
 	else	/* a web server's page: its status says enough */
 		printf("(not webhook.fcgi's answer: the web server answered "
-		    "itself, the receiver never ran; HOSTING.md, step 5)");
+		    "itself, the receiver never ran; " PROBE_STEP_TEST "))");
 	putchar('\n');
 	rc = a.ours && a.status >= 200 && a.status < 300 ? 0 : EXIT_FAILED;
 out:

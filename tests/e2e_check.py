@@ -2,11 +2,12 @@
 misconfiguration it claims to catch, one test each, on real files and, where
 a second user matters, as `nobody`."""
 import os
+import re
 import shutil
 import subprocess
 import unittest
 
-from harness import SECRET_A, DRAIN, Sandbox, write_conf
+from harness import DRAIN, ROOT, SECRET_A, Sandbox, write_conf
 
 
 class TestCheck(unittest.TestCase):
@@ -65,6 +66,65 @@ class TestCheck(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("secret: not standard base64", out)
         self.assertNotIn("C2FVsBQ", out)
+
+    def test_config_messages_name_what_is_wrong(self):
+        # An unknown key is named (with the key it was meant to be), and a
+        # typo in a secret's prefix is said as such, not as base64.
+        with open(self.sb.conf, "a") as f:
+            f.write("logfile = /tmp/x.log\n"
+                    "secret = whsek_C2FVsBQIhrscChlQIMV+b5sSYspob7oD\n")
+        rc, out = self.check()
+        self.assertEqual(rc, 2)
+        self.assertRegex(out, r"webhook.conf:\d+: logfile: unknown key "
+                         r"\(did you mean log\?\)")
+        self.assertRegex(out, r"webhook.conf:\d+: secret: its prefix is not "
+                         r"whsec_ \(nor whpk_ for a public key\)")
+        self.assertNotIn("C2FVsBQ", out)
+
+    def test_steps_named_as_the_guide_numbers_them(self):
+        # One numbering: the steps the programs name (lib/operator/probe.h,
+        # the only place they are written) are the guide's, and README's
+        # quickstart numbers its steps as the guide does.
+        with open(os.path.join(ROOT, "docs", "HOSTING.md")) as f:
+            guide = dict(re.findall(r"^## (\d+)\. (\w+)", f.read(), re.M))
+        with open(os.path.join(ROOT, "lib", "operator", "probe.h")) as f:
+            named = re.findall(r'"HOSTING.md step (\d+) \((\w+)"', f.read())
+        self.assertEqual(len(named), 3, named)
+        for n, title in named:
+            self.assertEqual(guide.get(n), title, (n, title, guide))
+        for d, _, fs in os.walk(os.path.join(ROOT, "lib")):
+            for fn in fs:
+                with open(os.path.join(d, fn)) as f:
+                    text = f.read()
+                if fn != "probe.h":
+                    self.assertNotRegex(text, r'"[^"\n]*\bstep \d', fn)
+        with open(os.path.join(ROOT, "webhook-drain.c")) as f:
+            self.assertNotRegex(f.read(), r'"[^"\n]*\bstep \d')
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        quick = readme[readme.index("## Shared hosting quickstart"):]
+        quick = quick[:quick.index("\n## ")]
+        steps = dict(re.findall(r"^(\d+)\. \*\*(\w+)", quick, re.M))
+        self.assertEqual(steps, {n: t for n, t in guide.items() if int(n) <= 7})
+
+    def test_field_limits_documented_as_the_code_has_them(self):
+        # The limits on reading an event's fields (lib/store/event.h),
+        # where README describes the fields and in docs/caps.md.
+        with open(os.path.join(ROOT, "lib", "store", "event.h")) as f:
+            h = f.read()
+        extract = eval(re.search(r"#define EVENT_EXTRACT_MAX\s+\(([\d *]+)\)",
+                                 h).group(1))
+        field = int(re.search(r"#define EVENT_FIELD_MAX\s+(\d+)", h).group(1))
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        para = readme[readme.index("are stored byte for byte; `type`"):]
+        para = para[:para.index("\n\n")]
+        self.assertIn("at most %d KiB" % (extract // 1024), para)
+        self.assertIn("longer than %d bytes" % field, para)
+        with open(os.path.join(ROOT, "docs", "caps.md")) as f:
+            caps = f.read()
+        self.assertIn("| `EVENT_EXTRACT_MAX` | %d KiB |" % (extract // 1024), caps)
+        self.assertIn("| `EVENT_FIELD_MAX` | %d bytes |" % field, caps)
 
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)

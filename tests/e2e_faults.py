@@ -818,6 +818,31 @@ class TestLogKept(FaultCase):
         self.assertIn("max_attempts", self.log())
 
 
+class TestEveryFailureLogged(FaultCase):
+    """docs/HOSTING.md "Where to look": every failed delivery is in `log`,
+    one line a failed attempt, the later runs' failures too (cron's mail
+    has only the first: README, "Silent on success")."""
+
+    def test_every_failure_reaches_the_log(self):
+        self.keys.update(handler="exit 3", settle="0s", max_attempts="3")
+        write_conf(self.sb.conf, **self.keys)
+        self.srv = Lighttpd(self.sb, procs=1)
+        mid = self.new_id("again")
+        self.assertEqual(self.deliver(mid)[0], 200)
+        mails = []
+        for k in range(3):      # each run a day later: the retry is due
+            r = run_drain(self.sb, "run", offset=86400 * k)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            mails.append(r.stderr)
+        lines = [ln for ln in self.log().splitlines() if mid in ln]
+        self.assertEqual(len(lines), 3, lines)
+        self.assertIn("%s failed (exit 3); it will be retried" % mid, lines[0])
+        self.assertIn("retry   %s (exit 3; failure 2 of 3)" % mid, lines[1])
+        self.assertIn("%s is dead after 3 failures" % mid, lines[2])
+        # Cron's mail: the first failure and the death, not the retry.
+        self.assertNotIn(mid, mails[1])
+
+
 class TestClockSteps(FaultCase):
     """Item 7: clock steps both ways (libfaketime).  A retry scheduled
     while the clock was a day ahead, and an event received "tomorrow", are

@@ -440,6 +440,55 @@ class TestEmptyRoot(unittest.TestCase):
         self.assertEqual(self.root.rows()[ev.id]["state"], "done")
 
 
+LINK = re.compile(r"\]\(([^)#\s]*)")
+
+
+def relative_links(path):
+    """The relative link targets of a Markdown file (no URL, no bare
+    #anchor), as paths relative to the file's directory."""
+    with open(path) as f:
+        targets = LINK.findall(f.read())
+    return [t for t in targets if t and not re.match(r"[a-z][a-z0-9+.-]*:", t)]
+
+
+def shipped_docs():
+    """scripts/dist-docs's list: what `make dist` ships beside conf/."""
+    p = subprocess.run([os.path.join(ROOT, "scripts", "dist-docs"),
+                        "README.md", "docs/HOSTING.md"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+class TestReleaseDocs(unittest.TestCase):
+    """The release's documents link only to what the release holds: every
+    relative link of README.md and docs/HOSTING.md, and of every document
+    they lead to, names a file of scripts/dist-docs's list (which `make
+    dist` ships) or of conf/ (shipped whole).  Read here with a parser of
+    its own, not the script's."""
+
+    def test_every_link_stays_inside(self):
+        docs = set(shipped_docs())
+        self.assertIn("README.md", docs)
+        self.assertIn("docs/HOSTING.md", docs)
+        conf = {"conf/" + n for n in os.listdir(os.path.join(ROOT, "conf"))}
+        todo, seen = ["README.md", "docs/HOSTING.md"], set()
+        while todo:
+            f = todo.pop()
+            if f in seen or not f.endswith(".md"):
+                continue
+            seen.add(f)
+            for t in relative_links(os.path.join(ROOT, f)):
+                target = os.path.normpath(os.path.join(os.path.dirname(f), t))
+                self.assertTrue(os.path.exists(os.path.join(ROOT, target)),
+                                "%s links %s: no such file" % (f, t))
+                self.assertTrue(target in docs | conf or target == "conf",
+                                "%s links %s, which the release does not "
+                                "ship" % (f, t))
+                todo.append(target)
+        self.assertEqual(seen, {d for d in docs if d.endswith(".md")})
+
+
 class TestDist(unittest.TestCase):
     """build-static/dist, from `make dist`."""
 
@@ -466,22 +515,30 @@ class TestDist(unittest.TestCase):
 
     def test_lists_exactly_the_files(self):
         # conf/'s files; not conf/systemd/, the VPS package's units.
-        conf = sorted(n for n in os.listdir(os.path.join(ROOT, "conf"))
-                      if os.path.isfile(os.path.join(ROOT, "conf", n)))
-        want = {DIST_NAME, DIST_NAME + "/conf"} | {
-            DIST_NAME + "/" + n for n in ("webhook.fcgi", "webhook-drain",
-                                          "HOSTING.md", "README.md", "VERSION",
-                                          "SHA256SUMS")} | {
-            DIST_NAME + "/conf/" + n for n in conf}
+        conf = ["conf/" + n for n in os.listdir(os.path.join(ROOT, "conf"))
+                if os.path.isfile(os.path.join(ROOT, "conf", n))]
+        docs = shipped_docs()
+        files = set(conf + docs + ["VERSION"])
+        dirs = {os.path.dirname(f) for f in files} - {""}
+        want = {DIST_NAME} | {DIST_NAME + "/" + n for n in (
+            "webhook.fcgi", "webhook-drain", "SHA256SUMS")} | {
+            DIST_NAME + "/" + n for n in files | dirs}
         self.assertEqual({m.name.rstrip("/") for m in self.members}, want)
         for m in self.members:
             self.assertEqual((m.uid, m.gid), (0, 0), m.name)
-        for n in conf + ["../README.md", "../VERSION", "../docs/HOSTING.md"]:
-            src = os.path.join(ROOT, "conf", n)
-            dst = os.path.join(self.top, "conf", n) if not n.startswith("..") \
-                else os.path.join(self.top, os.path.basename(n))
-            with open(src, "rb") as a, open(dst, "rb") as b:
+        for n in files:
+            with open(os.path.join(ROOT, n), "rb") as a, \
+                    open(os.path.join(self.top, n), "rb") as b:
                 self.assertEqual(a.read(), b.read(), n)
+
+    def test_every_link_resolves_inside(self):
+        for d, _, fs in os.walk(self.top):
+            for f in fs:
+                if f.endswith(".md"):
+                    for t in relative_links(os.path.join(d, f)):
+                        self.assertTrue(os.path.exists(os.path.join(d, t)),
+                                        "%s: %s" % (os.path.relpath(
+                                            os.path.join(d, f), self.top), t))
 
     def test_sha256sums_pass(self):
         p = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=self.top,

@@ -477,6 +477,11 @@ class TestCheckUrl(OperatorBase):
         self.assertEqual(len(lines), 4, out)
         self.assertTrue(all(l.startswith("ok ") for l in lines), out)
         self.assertEqual(self.sb.count(), 2)    # the small and the 250 KB one
+        # The receiver said which program it is: the drainer's build.
+        ours = subprocess.run([DRAIN, "--version"], capture_output=True,
+                              text=True).stdout.splitlines()[0]
+        self.assertIn("signed small body: 200 as expected, from %s" %
+                      ours.replace("webhook-drain", "webhook.fcgi"), lines[0])
 
     def test_broken_setups_name_the_step(self):
         # The drainer's config has another secret than the receiver's.
@@ -484,13 +489,15 @@ class TestCheckUrl(OperatorBase):
         write_conf(other, **dict(self.keys, secret="whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"))
         rc, out = self.probe(other, "http://127.0.0.1:%d/hook" % self.srv.port)
         self.assertEqual(rc, 1, out)
-        self.assertRegex(out, r"FAIL url: signed small body: 401, not 200 — revisit step 3")
+        self.assertRegex(out, r"FAIL url: signed small body: 401, not 200 — "
+                         r"revisit HOSTING.md step 3 \(Edit: ")
         self.assertEqual(self.sb.count(), 0)
         # A URL that does not reach the receiver.
         rc, out = self.probe(self.sb.conf, "http://127.0.0.1:%d/nope.txt" % self.srv.port)
         self.assertEqual(rc, 1, out)
         self.assertRegex(out, r"FAIL url: signed small body: 404 from the web "
-                         r"server itself, not 200 — revisit step 2")
+                         r"server itself, not 200 — revisit HOSTING.md step 2 "
+                         r"\(Upload: ")
         self.assertIn("FAIL url: GET: 404, not 405", out)
 
 

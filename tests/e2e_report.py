@@ -204,6 +204,20 @@ class ReportTest(unittest.TestCase):
             self.assertNotIn('"behave"', self.html)
         self.assertEqual([f for f in os.listdir(self.out) if ".tmp" in f], [])
 
+    def test_report_out_makes_its_directory(self):
+        # docs/report.md: DIR is made when missing, its parent must exist.
+        fresh = os.path.join(self.sb.dir, "fresh-report")
+        out = self.cmd(T_END, "report", "--out", fresh)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(sorted(os.listdir(fresh)), ["index.html", "metrics.prom"])
+        umask = os.umask(0)
+        os.umask(umask)
+        self.assertEqual(os.stat(fresh).st_mode & 0o777, 0o755 & ~umask)
+        deep = os.path.join(self.sb.dir, "no-parent", "report")
+        out = self.cmd(T_END, "report", "--out", deep)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("no-parent/report: No such file or directory", out.stderr)
+
     def test_tiles(self):
         dom = self.dom()
         h1, d1 = self.window_lo(3600), self.window_lo(86400)

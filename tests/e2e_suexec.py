@@ -17,7 +17,8 @@ directories and the upload table of "## 2. Upload", the key lines of "## 3. Edit
 uploaded webhook.conf and the wrapper's /home/you replaced (text edits, as
 a user would make them), the `check` of "## 4. Check" and the commands of
 "## 5. Test" as the account user at a terminal, the line of "## 6. Cron" as
-cron runs it.  /home/you becomes the account's home, https://your.host the
+cron runs it, and "## 8. The report page" with its login (TestReportPage:
+htpasswd and curl -u asked for the password at the account's terminal).  /home/you becomes the account's home, https://your.host the
 address of a relay on 127.0.0.1 in front of Apache that keeps the bytes
 `send` sent, so the stored rows are compared with what went over the wire.
 
@@ -38,10 +39,12 @@ import base64
 import fcntl
 import json
 import os
+import pty
 import pwd
 import grp
 import http.client
 import re
+import select
 import shutil
 import signal
 import socket
@@ -157,6 +160,19 @@ def cron_line():
              if l.strip() and not l.startswith("#")]
     assert len(lines) == 1, lines
     return lines[0]
+
+
+def step8_blocks():
+    """Step 8: (its two sh blocks' lines, the .htaccess's path and text,
+    the cron line)."""
+    text = section("8. The report page")
+    setup, check = [[l for l in b.splitlines() if l.strip()]
+                    for b in code_blocks(text, "sh")]
+    htaccess, = code_blocks(text, "apache")
+    first, _, rest = htaccess.partition("\n")
+    assert first.startswith("# " + GUIDE_HOME), first
+    cron, = code_blocks(text, "cron")
+    return setup, check, (first[2:].strip(), rest), cron.strip()
 
 
 # ---- the host -----------------------------------------------------------
@@ -514,6 +530,47 @@ class Host:
         finally:
             os.close(slave)
             os.close(master)
+
+    def typing(self, line, typed=(), cwd=None, timeout=120):
+        """One command line at the account's own terminal (a pty that is
+        its controlling terminal, as over SSH, so `htpasswd` and `curl -u`
+        prompt on it), each string of `typed` typed after the next
+        password prompt.  (exit status, what the terminal showed)."""
+        env = self.login_env()
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+                os.chdir(cwd or HOME)
+                os.umask(0o022)
+                os.execve("/bin/bash", ["/bin/bash", "-c", line], env)
+            finally:
+                os._exit(127)
+        out, seen, left = b"", 0, list(typed)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                wait = deadline - time.monotonic()
+                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    raise AssertionError("%s: no end after %d s: %r"
+                                         % (line, timeout, out))
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:         # EIO: the terminal's last process ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if left and re.search(rb"password[^\n]*: ?$", out[seen:], re.I):
+                    os.write(fd, left.pop(0).encode() + b"\n")
+                    seen = len(out)
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
 
     def session(self, lines, timeout=120):
         """Lines typed one after the other in one shell at a terminal,
@@ -910,6 +967,80 @@ class TestQuickstart(GuideCase):
         print("  both handled after %14.2f s (steps %s-6; the cron run "
               "waited for `settle`, not for the next cron minute)"
               % (total, first))
+
+
+class TestReportPage(GuideCase):
+    """Step 8 as written, the login included: the directory and the
+    password file made with the guide's commands at the account's
+    terminal (htpasswd asking for the password), the .htaccess where the
+    guide puts it, then the guide's check (401 without the password, the
+    metrics with it, curl asking for it) and the cron line with
+    --report.  Apache checks the password as www-data: the file must be
+    readable to it (in ~/webhook, 700, every login got 500)."""
+    modules = GuideCase.modules + ("auth_basic", "authn_core", "authn_file",
+                                   "authz_user")
+    password = "correct horse battery 8"
+
+    def get(self, path, auth=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.host.tap.port,
+                                       timeout=30)
+        headers = {}
+        if auth:
+            headers["Authorization"] = "Basic " + base64.b64encode(
+                auth.encode()).decode()
+        try:
+            c.request("GET", path, headers=headers)
+            g = c.getresponse()
+            return g.status, g.read()
+        finally:
+            c.close()
+
+    def test_login_as_the_guide_says(self):
+        self.upload()
+        self.edit()
+        self.check()
+        setup, check, (where, htaccess), cron = step8_blocks()
+        for line in setup:
+            line = self.host.text(line)
+            rc, out = self.host.typing(line, [self.password] * 2)
+            self.assertEqual(rc, 0, "%s\n%s" % (line, out))
+        # The .htaccess, uploaded by the account where the guide says.
+        path = self.host.path(where)
+        with open(path, "w") as f:
+            f.write(self.host.text(htaccess))
+        os.chown(path, self.host.uid, self.host.gid)
+        os.chmod(path, 0o644)
+        # The check: the files written once, 401 without the password,
+        # the metrics with it (curl asks for it at the terminal).
+        self.assertEqual(len(check), 3, check)
+        rc, out = self.host.typing(self.host.text(check[0]))
+        self.assertEqual(rc, 0, out)
+        rc, out = self.host.typing(self.host.text(check[1]))
+        self.assertEqual((rc, out.strip()), (0, "401"), self.host.diag())
+        rc, out = self.host.typing(self.host.text(check[2]), [self.password])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("webhook_received_total 0", out, self.host.diag())
+        # The page: 200 with the password, 401 with a wrong one or none.
+        status, body = self.get("/webhook-report/", "you:" + self.password)
+        self.assertEqual(status, 200, self.host.diag())
+        self.assertIn(b"<h1>webhook inbox</h1>", body)
+        self.assertEqual(self.get("/webhook-report/", "you:wrong")[0], 401)
+        self.assertEqual(self.get("/webhook-report/")[0], 401)
+        # The password file is not in the document root, and the web
+        # cannot have the report's .htaccess either.
+        self.assertEqual(self.get("/webhook-report/.htaccess",
+                                  "you:" + self.password)[0], 403)
+        # The cron line with --report: silent, and the page rewritten.
+        page = os.path.join(os.path.dirname(self.host.path(where)),
+                            "index.html")
+        before = os.stat(page).st_mtime_ns
+        r = self.host.as_cron(self.host.text(cron.split(None, 5)[5]))
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        status, body = self.get("/webhook-report/metrics.prom",
+                                "you:" + self.password)
+        self.assertEqual(status, 200)
+        self.assertIn(b"webhook_drain_runs_total{result=\"ok\"} 1", body)
+        self.assertGreaterEqual(os.stat(page).st_mtime_ns, before)
 
 
 class TestTheLog(GuideCase):

@@ -14,14 +14,15 @@ the new one within a few requests, and every delivery sent before, during
 and after must get its 200 and be stored once.
 """
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
 import unittest
 
-from harness import (FCGI, ROOT, SECRET_A, Lighttpd, Sandbox, end_sandbox,
-                     event_body, sign, write_conf)
+from harness import (DRAIN, FCGI, ROOT, SECRET_A, Lighttpd, Sandbox,
+                     end_sandbox, event_body, sign, write_conf)
 
 NEXT = os.path.join(os.path.dirname(FCGI), "tests", "webhook.fcgi.next")
 
@@ -145,11 +146,36 @@ class TestUpgradeLighttpd(UpgradeCase, unittest.TestCase):
             time.sleep(0.05)
 
     def test_rename_over_running_processes(self):
+        old = subprocess.run([self.exe, "--version"], capture_output=True,
+                             text=True, check=True).stdout.splitlines()[0]
         self.check_upgrade()
         with open(os.path.join(self.sb.dir, "webhook.log")) as f:
             log = f.read()
         self.assertIn("was replaced (an upgrade)", log)
         self.assertIn("starting the new", log)
+        # Which program runs, in the log (once per process, at its first
+        # request) and in each stored delivery's answer.
+        new = new_version()
+        for pid in self.workers():
+            self.assertIn("%s running as FastCGI process %d" % (new, pid), log)
+        self.assertIn(old + " running as FastCGI process", log)
+        mid = "msg_version"
+        body = event_body(mid)
+        status, headers, _ = self.srv.deliver(SECRET_A, mid, body)
+        self.assertEqual(status, 200)
+        self.assertEqual("webhook.fcgi " + headers["X-Webhook-Inbox-Version"],
+                         new)
+        # check --url reads it back, and says that this (old) drainer is
+        # not the receiver's version: an upgrade half done.
+        p = subprocess.run([DRAIN, "-c", self.sb.conf, "check", "--url",
+                            "http://127.0.0.1:%d/hook" % self.srv.port],
+                           capture_output=True, text=True, timeout=120)
+        out = p.stdout + p.stderr
+        self.assertRegex(out, r"ok +url: signed small body: 200 as expected, "
+                         r"from %s\n" % re.escape(new))
+        self.assertRegex(out, r"WARN url: signed small body: the receiver is "
+                         r"webhook.fcgi \S+\+next \(commit \S+\), this "
+                         r"drainer .*: upgrade both together")
 
     def test_a_broken_upload_keeps_the_old_program_serving(self):
         # A truncated upload renamed into place: it does not start (its

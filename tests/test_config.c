@@ -417,12 +417,22 @@ START_TEST(did_you_mean)
 		  ":3: retry_bsae: unknown key (did you mean retry_base?)" },
 		{ "max-body = 5", ":3: (a line that is not key = value): "
 		  "unknown key (did you mean max_body?)" },
-		/* far from every key: not printed (it may be a short secret) */
-		{ "colour = blue", ":3: (a word that is not a key): unknown key" },
-		{ "nope = 1", ":3: (a word that is not a key): unknown key" },
-		/* 2 from "log": too short */
-		{ "foo = 1", ":3: (a word that is not a key): unknown key" },
-		{ "api = 1", ":3: (a word that is not a key): unknown key" },
+		/* a key's start: the key it was meant to be */
+		{ "logfile = /srv/w.log",
+		  ":3: logfile: unknown key (did you mean log?)" },
+		{ "database_url = /srv/a.db",
+		  ":3: database_url: unknown key (did you mean database?)" },
+		{ "handler_time = 5",
+		  ":3: handler_time: unknown key (did you mean handler_timeout?)" },
+		/* far from every key: a lower-case word is named, nothing added */
+		{ "colour = blue", ":3: colour: unknown key" },
+		{ "nope = 1", ":3: nope: unknown key" },
+		/* 2 from "log": too short; the start of several keys */
+		{ "foo = 1", ":3: foo: unknown key" },
+		{ "api = 1", ":3: api: unknown key" },
+		{ "retry = 1", ":3: retry: unknown key" },
+		/* a word with digits may be a password: not printed */
+		{ "hunter22 = 1", ":3: (a word that is not a key): unknown key" },
 	};
 	char text[512];
 	struct load l;
@@ -1122,6 +1132,34 @@ START_TEST(load_text)
 }
 END_TEST
 
+/* A typo in a secret's prefix is said as such, not as "not standard
+ * base64", and shows nothing of the secret. */
+START_TEST(wrong_secret_prefix)
+{
+	static const char *const prefixes[] = { "whsek_", "whsce_", "Whsec_",
+	    "wh_", "whpk1_" };
+	char text[512];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(prefixes); i++) {
+		snprintf(text, sizeof text, MINIMAL "secret = %s%s\n", prefixes[i],
+		    OTHER_SECRET + 6);
+		load(text, &l);
+		FAILED_WITH(&l, ":3: secret: its prefix is not whsec_ (nor whpk_ "
+		    "for a public key): a typo? paste the secret as the dashboard "
+		    "shows it");
+		ck_assert_msg(!shows_secret(err_text(&l), OTHER_SECRET + 6), "%s",
+		    err_text(&l));
+		load_done(&l);
+	}
+	/* A bare base64 secret (no '_' in base64) is still read. */
+	snprintf(text, sizeof text, MINIMAL "secret = %s\n", OTHER_SECRET + 6);
+	load(text, &l);
+	ck_assert_msg(l.rc == 0, "%s", err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
 /* check reports every error in one pass (docs/DESIGN.md "The operator's
  * tools"), in file order, then the missing required keys; config_load still
  * gives the first only. */
@@ -1203,6 +1241,7 @@ config_suite(void)
 	tcase_add_test(tc, error_buffer_reused);
 	tcase_add_test(tc, secret_never_quoted_as_a_key);
 	tcase_add_test(tc, pasted_token_never_quoted);
+	tcase_add_test(tc, wrong_secret_prefix);
 	tcase_add_test(tc, inline_comment_and_repeated_keys);
 	tcase_add_test(tc, given_twice);
 	tcase_add_test(tc, no_secret_in_any_error);

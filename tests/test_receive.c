@@ -15,6 +15,7 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
+#include "lib/program/version.h"
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
 #include "lib/common/signature.h"
@@ -127,7 +128,7 @@ post(struct fx *x, const char *id, const char *body, size_t len)
 static int
 run(struct fx *x)
 {
-	char line[32];
+	char line[32], version[128];
 	int status;
 
 	x->params[x->nparams] = NULL;
@@ -139,6 +140,13 @@ run(struct fx *x)
 	ck_assert_msg(strncmp(x->fake.out, line, strlen(line)) == 0,
 	    "answer %s for status %d", x->fake.out, status);
 	ck_assert(contains(x->fake.out, "X-Webhook-Inbox: receiver\r\n"));
+	/* The version on a verified delivery's answer only (receive.h). */
+	snprintf(version, sizeof version, "\r\nX-Webhook-Inbox-Version: %s "
+	    "(commit %s)\r\n", version_number, version_commit);
+	ck_assert_msg((contains(x->fake.out, version) != 0) == (status == 200),
+	    "%s", x->fake.out);
+	ck_assert_msg(status == 200 || !contains(x->fake.out, version_number),
+	    "%s", x->fake.out);
 	return status;
 }
 

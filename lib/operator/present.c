@@ -14,6 +14,7 @@
 #include "lib/drain/paging.h"
 #include "lib/operator/present.h"
 #include "lib/common/util.h"
+#include "lib/common/utf8.h"
 
 #define NS	1000000000LL
 
@@ -80,8 +81,6 @@ present_text(FILE *f, const char *s)
 	else
 		present_escaped(f, s, strlen(s));
 }
-
-static size_t	utf8_len(const unsigned char *, size_t);
 
 /*
  * One line of a handler's output for a person (operator/present.h): valid UTF-8
@@ -154,37 +153,6 @@ present_output_inline(FILE *f, const char *s, size_t len)
 			start = i + 1;
 		}
 	}
-}
-
-/* Bytes of the valid UTF-8 sequence at p (left bytes), or 0: no
- * overlong forms, no surrogates, nothing past U+10FFFF, no NUL. */
-static size_t
-utf8_len(const unsigned char *p, size_t left)
-{
-	size_t n, i;
-	uint32_t cp;
-
-	if (p[0] >= 0x01 && p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2, cp = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		n = 3, cp = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		n = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (n > left)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
 }
 
 /*

@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "lib/program/version.h"
 #include "lib/drain/api.h"
 #include "lib/operator/probe.h"
 #include "lib/operator/sender.h"
@@ -38,26 +39,55 @@ say(struct probe *p, const char *level, const char *fmt, ...)
 	p->h->finding(p->h->arg, level, "url", text);
 }
 
-/* The quickstart step an answer points at, for a request that should have
- * been stored. */
+/* The step of docs/HOSTING.md an answer points at, for a request that
+ * should have been stored (PROBE_STEP_*: each opens "(Title"). */
 static const char *
 step_for(const struct sender_answer *a)
 {
 	if (!a->ours && (a->status == 404 || a->status == 403))
-		return "step 2 (Upload: the wrapper and .htaccess in "
-		    "public_html/webhook/) or step 6 (the URL)";
+		return PROBE_STEP_UPLOAD ": the wrapper and .htaccess in "
+		    "public_html/webhook/) or " PROBE_STEP_TEST ": the URL names "
+		    "public_html/webhook/webhook.fcgi)";
 	if (!a->ours)
-		return "step 2 (the web server answered itself: the wrapper, "
-		    ".htaccess, and the web server's error log)";
+		return PROBE_STEP_UPLOAD ": the web server answered itself: the "
+		    "wrapper, .htaccess, and the web server's error log)";
 	if (a->status == 401)
-		return "step 3 (the receiver checks with another secret: the "
-		    "wrapper's WEBHOOK_CONF names another config?)";
+		return PROBE_STEP_EDIT ": the receiver checks with another "
+		    "secret: the wrapper's WEBHOOK_CONF names another config?)";
 	if (a->status == 413)
-		return "step 3 (max_body in the receiver's config)";
+		return PROBE_STEP_EDIT ": max_body in the receiver's config)";
 	if (a->status == 503)
-		return "step 3 (the receiver is misconfigured or cannot write "
-		    "its inbox: its `log` says why)";
-	return "step 4 (the receiver's `log`)";
+		return PROBE_STEP_EDIT ": the receiver is misconfigured or cannot "
+		    "write its inbox: its `log` says why)";
+	return PROBE_STEP_TEST ": the table of answers; the receiver's `log`)";
+}
+
+/*
+ * A delivery stored: ok, with the version the receiver says
+ * (X-Webhook-Inbox-Version, lib/receive/receive.h), and a warning when it
+ * is not this drainer's: an upgrade half done ("Upgrading" in
+ * docs/HOSTING.md: both together), or a FastCGI receiver that has not
+ * taken the new file over yet (it does at its next request).
+ */
+static void
+stored(struct probe *p, const char *what, const struct sender_answer *a)
+{
+	char ours[sizeof a->version];
+
+	if (a->version[0] == '\0') {
+		say(p, SETUP_OK, "%s: 200 as expected (the receiver says no "
+		    "version: a build older than this drainer)", what);
+		return;
+	}
+	say(p, SETUP_OK, "%s: 200 as expected, from webhook.fcgi %s", what,
+	    a->version);
+	(void)snprintf(ours, sizeof ours, "%s (commit %s)", version_number,
+	    version_commit);
+	if (strcmp(ours, a->version) != 0)
+		say(p, SETUP_WARN, "%s: the receiver is webhook.fcgi %s, this "
+		    "drainer %s: upgrade both together (HOSTING.md, Upgrading); "
+		    "a FastCGI receiver takes a new file over at its next "
+		    "request, so check again", what, a->version, ours);
 }
 
 /* One signed POST of `size` bytes that must be stored. */
@@ -80,15 +110,17 @@ signed_post(struct probe *p, const struct signature_key *key, int64_t size,
 		say(p, SETUP_FAIL, "%s: out of memory", what);
 	else if (sender_post(p->c, key, p->url, id, body.data, body.len, &a,
 	    &err) != SENDER_SENT)
-		say(p, SETUP_FAIL, "%s: %s — step 6 (the URL) or the host's "
-		    "firewall", what, err.data);
+		say(p, SETUP_FAIL, "%s: %s — " PROBE_STEP_TEST ": the URL) or "
+		    "the host's firewall", what, err.data);
+	else if (a.status == want && want == 200 && a.ours)
+		stored(p, what, &a);
 	else if (a.status == want && (a.ours || want != 200))
 		say(p, SETUP_OK, "%s: %ld as expected", what, a.status);
 	else
 		say(p, SETUP_FAIL, "%s: %ld%s, not %ld — revisit %s", what,
 		    a.status, a.ours ? "" : " from the web server itself", want,
-		    want == 200 ? step_for(&a) : "step 3 (a receiver that "
-		    "stores what it cannot verify is not using your secret)");
+		    want == 200 ? step_for(&a) : PROBE_STEP_EDIT ": a receiver "
+		    "that stores what it cannot verify is not using your secret)");
 	buf_free(&body);
 	buf_free(&err);
 	buf_free(&a.body);
@@ -120,14 +152,15 @@ get_refused(struct probe *p)
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
 	if (curl_easy_perform(curl) != CURLE_OK)
-		say(p, SETUP_FAIL, "GET: %s — step 6 (the URL)", detail);
+		say(p, SETUP_FAIL, "GET: %s — " PROBE_STEP_TEST ": the URL)",
+		    detail);
 	else if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status),
 	    status == 405)
 		say(p, SETUP_OK, "GET: 405 as expected");
 	else
-		say(p, SETUP_FAIL, "GET: %ld, not 405 — revisit step 2 (the URL "
-		    "does not reach the receiver: .htaccess and the wrapper)",
-		    status);
+		say(p, SETUP_FAIL, "GET: %ld, not 405 — revisit "
+		    PROBE_STEP_UPLOAD ": the URL does not reach the receiver: "
+		    ".htaccess and the wrapper)", status);
 	curl_easy_cleanup(curl);
 }
 

@@ -1,6 +1,7 @@
 /*
  * sender: the signed test POST of `webhook-drain send` (operator/sender.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,17 +117,35 @@ answer_sink(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-/* Did the answer carry the receiver's mark (webhook.fcgi.c, respond)? */
+/* Did the answer carry the receiver's mark (lib/receive/request.c,
+ * request_respond), and which version did it say (receive.h)?  The
+ * version is kept only as the receiver writes it: letters, digits and
+ * " .()_+-" (a proxy's header is not printed). */
 static size_t
 answer_header(char *p, size_t size, size_t n, void *arg)
 {
-	static const char mark[] = "x-webhook-inbox:";
-	int *ours = arg;
+	static const char mark[] = "x-webhook-inbox:",
+	    ver[] = "x-webhook-inbox-version:";
+	struct sender_answer *a = arg;
+	size_t len = size * n, i, k = 0;
 
-	if (size * n >= sizeof mark - 1 &&
-	    strncasecmp(p, mark, sizeof mark - 1) == 0)
-		*ours = 1;
-	return size * n;
+	if (len >= sizeof mark - 1 && strncasecmp(p, mark, sizeof mark - 1) == 0)
+		a->ours = 1;
+	if (len >= sizeof ver - 1 && strncasecmp(p, ver, sizeof ver - 1) == 0) {
+		for (i = sizeof ver - 1; i < len && p[i] == ' '; i++)
+			;
+		for (; i < len && p[i] != '\r' && p[i] != '\n'; i++) {
+			if (k + 1 >= sizeof a->version ||
+			    (!isalnum((unsigned char)p[i]) &&
+			    strchr(" .()_+-", p[i]) == NULL)) {
+				k = 0;
+				break;
+			}
+			a->version[k++] = p[i];
+		}
+		a->version[k] = '\0';
+	}
+	return len;
 }
 
 enum sender_status
@@ -142,6 +161,7 @@ sender_post(const struct config *c, const struct signature_key *key,
 
 	a->status = 0;
 	a->ours = 0;
+	a->version[0] = '\0';
 	buf_reset(err);
 	if ((h = sender_headers(key, id, (int64_t)time(NULL), body, len)) == NULL) {
 		(void)buf_printf(err, "cannot sign");
@@ -160,7 +180,7 @@ sender_post(const struct config *c, const struct signature_key *key,
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, answer_sink);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a->body);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, answer_header);
-	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a->ours);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
 	if ((cc = curl_easy_perform(curl)) != CURLE_OK) {
 		(void)buf_printf(err, "%s%s%s", curl_easy_strerror(cc),

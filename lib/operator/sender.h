@@ -90,6 +90,9 @@ struct sender_answer {
 	struct buf	body;		/* at most SENDER_ANSWER_MAX bytes,
 					 * trailing CR/LF removed; the caller
 					 * buf_inits and frees it */
+	char		version[64];	/* its X-Webhook-Inbox-Version
+					 * (lib/receive/receive.h), "" when
+					 * none or not plain text */
 };
 
 /*

@@ -1,9 +1,11 @@
 /*
  * status: the report of `webhook-drain status` (operator/status.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/common/instant.h"
+#include "lib/common/utf8.h"
 #include "lib/operator/present.h"
 #include "lib/operator/status.h"
 
@@ -109,6 +111,16 @@ add_instant(cJSON *o, const char *k, const char *v)
 }
 
 cJSON *
+status_json_text(const char *s)
+{
+	char *t = utf8_fix(s);
+	cJSON *j = t != NULL ? cJSON_CreateString(t) : NULL;
+
+	free(t);
+	return j;
+}
+
+cJSON *
 status_json(const struct inbox_status_report *r,
     const struct status_attention *a)
 {
@@ -126,21 +138,33 @@ status_json(const struct inbox_status_report *r,
 	add_instant(j, "oldest_pending_received_at", r->oldest_pending);
 	add_instant(j, "last_run_started", r->last_run_started);
 	add_instant(j, "last_run_finished", r->last_run_finished);
-	cJSON_AddStringToObject(j, "last_run_outcome", r->last_run_outcome);
+	cJSON_AddItemToObject(j, "last_run_outcome",
+	    status_json_text(r->last_run_outcome));
 	arr = cJSON_AddArrayToObject(j, "attention");
 	for (i = 0; i < a->n; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(a->line[i]));
+		cJSON_AddItemToArray(arr, status_json_text(a->line[i]));
 	return j;
 }
 
+int
+status_run_failed(const char *result, int64_t done)
+{
+	return strcmp(result, "error") == 0 ||
+	    (strcmp(result, "failures") == 0 && done == 0);
+}
+
 /* The outcome drain/drain.c notes (lib/drain/drain.c, finish_run): "ok: N done, ...",
- * "failures: N done, ...", "error: N done, ...".  1 when it says the run
- * broke, or failed events and did none. */
+ * "failures: N done, ...", "error: N done, ...", read by status_run_failed's
+ * rule. */
 static int
 last_run_failed(const char *outcome)
 {
-	return strncmp(outcome, "error:", 6) == 0 ||
-	    strncmp(outcome, "failures: 0 done,", 17) == 0;
+	char result[16];
+	long long done = -1;
+
+	if (sscanf(outcome, "%15[a-z]: %lld done", result, &done) < 1)
+		return 0;
+	return status_run_failed(result, done);
 }
 
 void

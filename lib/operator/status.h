@@ -58,10 +58,23 @@ void	status_attention(const struct inbox_status_report *r, int64_t now_ns,
 void	status_failing(const struct inbox_status_report *r, int64_t now_ns,
 	    int64_t max_failing_s, struct status_attention *a);
 
+/*
+ * The one rule of a failed run, for `status` and the report page alike:
+ * result is the run's ("ok", "failures", "error": lib/report/runrec.c),
+ * done its events done.  A run failed when it broke ("error"), or failed
+ * events and did none; a run that did some is one that works, its
+ * failures are the events'.  1 failed, 0 not.
+ */
+int	status_run_failed(const char *result, int64_t done);
+
 /* The report for a person: counts, oldest pending, last run, then each
  * attention line, or "ok" when there is none. */
 void	status_print(FILE *f, const struct inbox_status_report *r,
 	    const struct status_attention *a, int64_t now_ns);
+
+/* Text from the inbox as a JSON string, valid UTF-8 (common/utf8.h: U+FFFD
+ * for a stray byte; JSON must be UTF-8); NULL when out of memory. */
+cJSON	*status_json_text(const char *s);
 
 /* The report as one JSON object (`status --json`): counts, instants (null
  * when none), the last run's outcome and the "attention" array.  A new

@@ -172,8 +172,14 @@ key_like(const char *s)
 
 static const struct key *near_key(const char *);
 
-/* May a refused line's key be printed?  Only a key of the table or a near
- * miss of one (near_key): any other word may be a short pasted secret. */
+/*
+ * May a refused line's key be printed?  A key of the table, a near miss
+ * of one (near_key), or a word as keys are written: lower-case letters
+ * and '_', no digit ("logfile", "log_file": a person's guess at a key,
+ * which the message must name).  A secret or token is none of these
+ * (base64 and hex have digits or capitals), but a short word with digits
+ * ("hunter22") may be a password, so it is not printed.
+ */
 static int
 known_or_near(const char *s)
 {
@@ -182,7 +188,12 @@ known_or_near(const char *s)
 	for (i = 0; i < NKEYS; i++)
 		if (strcmp(s, keys[i].name) == 0)
 			return 1;
-	return near_key(s) != NULL;
+	if (near_key(s) != NULL)
+		return 1;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!islower((unsigned char)s[i]) && s[i] != '_')
+			return 0;
+	return i >= 2;
 }
 
 /*
@@ -221,7 +232,43 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 	return -1;
 }
 
-/* The key an unknown name was probably meant to be: at most 2 edits away,
+/*
+ * The key an unknown name was probably meant to be by its start: the one
+ * key that begins with name (4 letters at least: "handler_time" is
+ * handler_timeout), else the longest key that name begins with and
+ * continues with a letter or '_' ("logfile" is log, "database_url" is
+ * database).  NULL when none.  Case is ignored, as near_key's distance
+ * ignores it.
+ */
+static const struct key *
+prefix_key(const char *name)
+{
+	const struct key *best = NULL;
+	size_t i, n = strlen(name), kn;
+	int many = 0;
+
+	if (n >= 4)
+		for (i = 0; i < NKEYS; i++)
+			if (strlen(keys[i].name) > n &&
+			    strncasecmp(keys[i].name, name, n) == 0) {
+				many += best != NULL;
+				best = &keys[i];
+			}
+	if (best != NULL && !many)
+		return best;
+	best = NULL;
+	for (i = 0; i < NKEYS; i++) {
+		kn = strlen(keys[i].name);
+		if (kn >= 3 && kn < n && strncasecmp(keys[i].name, name, kn) == 0 &&
+		    (isalpha((unsigned char)name[kn]) || name[kn] == '_') &&
+		    (best == NULL || kn > strlen(best->name)))
+			best = &keys[i];
+	}
+	return best;
+}
+
+/* The key an unknown name was probably meant to be: by its start
+ * (prefix_key), else at most 2 edits away,
  * and fewer than half the key's length (so "foo" is not "log"); the
  * nearest, the first in the table on a tie.  NULL when none is close. */
 static const struct key *
@@ -230,6 +277,9 @@ near_key(const char *name)
 	const struct key *best = NULL;
 	int bestd = 3, d;
 	size_t i, n = strlen(name), kn, diff;
+
+	if ((best = prefix_key(name)) != NULL)
+		return best;
 
 	for (i = 0; i < NKEYS; i++) {
 		/* The distance is at least the difference in length: a name
@@ -347,6 +397,24 @@ set_enum(struct parse *p, const struct key *k, const char *v)
 	return fail(p, k->name, "not one of %s", k->text);
 }
 
+/*
+ * Does v start with a prefix that is not ours ("whsek_…", "whsce_…")?
+ * 2 to 6 letters or digits then '_': standard base64 has no '_', so no
+ * bare secret starts so, and without this the typo is reported as "not
+ * standard base64".  The prefix is not printed (the secret's start).
+ */
+static int
+wrong_prefix(const char *v)
+{
+	size_t n = 0;
+
+	if (strncmp(v, "whsec_", 6) == 0 || strncmp(v, "whpk_", 5) == 0)
+		return 0;
+	while (n < 7 && isalnum((unsigned char)v[n]))
+		n++;
+	return n >= 2 && n <= 6 && v[n] == '_';
+}
+
 /* K_SECRET: one whsec_… or whpk_…, never shown in a message. */
 static int
 add_secret(struct parse *p, const struct key *k, const char *v)
@@ -368,6 +436,10 @@ add_secret(struct parse *p, const struct key *k, const char *v)
 	if (strstr(v, "REPLACE_WITH") != NULL)
 		return fail(p, k->name, "still the example's placeholder: paste "
 		    "the endpoint secret from the provider's dashboard");
+	if (wrong_prefix(v))
+		return fail(p, k->name, "its prefix is not whsec_ (nor whpk_ for "
+		    "a public key): a typo? paste the secret as the dashboard "
+		    "shows it");
 	if (signature_key_parse(v, &list[*n], &why) == -1)
 		return fail(p, k->name, "%s", why);
 	(*n)++;

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/program/config.h"
+#include "lib/program/version.h"
 #include "lib/store/event.h"
 #include "lib/store/inbox.h"
 #include "lib/receive/receive.h"
@@ -47,7 +49,12 @@ receive_init(struct receive *rv)
 	buf_init(&rv->body, 0);
 	buf_init(&rv->sigs, SIGNATURE_HEADER_MAX + 1);
 	buf_init(&rv->err, BUF_ERR_MAX);
+	(void)snprintf(rv->version, sizeof rv->version, "%s: %s (commit %s)\r\n",
+	    RECEIVE_VERSION_HEADER, version_number, version_commit);
 }
+
+/* Set once a long-lived process said which program it is. */
+static int announced;
 
 void
 receive_free(struct receive *rv)
@@ -116,6 +123,14 @@ take_site(struct receive *rv, struct attempt *a)
 		return 503;
 	}
 	a->conf = site_config(a->site);
+	/* Once per FastCGI process, at its first request with a usable
+	 * config (its `log` open by now): which program runs, so that after
+	 * an upgrade the log says when the new one took over.  A plain-CGI
+	 * run is the file as it is: no line per request. */
+	if (a->r->long_lived && !__atomic_exchange_n(&announced, 1,
+	    __ATOMIC_RELAXED))
+		log_msg("webhook.fcgi %s (commit %s) running as FastCGI process "
+		    "%ld", version_number, version_commit, (long)getpid());
 	return 0;
 }
 
@@ -355,7 +370,7 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
 		status = steps[i](rv, &a);
 	if (status == 200)
-		request_respond(r, 200, "OK", NULL, a.text);
+		request_respond(r, 200, "OK", rv->version, a.text);
 	else
 		refuse(r, status, a.id, a.why);
 	event_fields_free(&a.fields);

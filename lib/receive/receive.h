@@ -38,7 +38,17 @@ struct receive {
 	struct buf	 body;	/* "id.timestamp." + body: the signed content */
 	struct buf	 sigs;	/* every webhook-signature value, joined */
 	struct buf	 err;	/* the reason of a failure, for the log */
+	char		 version[96];	/* RECEIVE_VERSION_HEADER's line */
 };
+
+/*
+ * The header of a 200 (a delivery whose signature verified, so only the
+ * secret's holder learns it), "X-Webhook-Inbox-Version: 0.9.0 (commit
+ * 1a2b3c4d5e6f)": which program answers, for `check --url` after an
+ * upgrade (docs/HOSTING.md "Upgrading").  Nothing more: no library, no
+ * path, and never on a refusal, which anyone can provoke.
+ */
+#define RECEIVE_VERSION_HEADER	"X-Webhook-Inbox-Version"
 
 /* Set up / free a thread's buffers (receive_free accepts a zeroed one). */
 void	receive_init(struct receive *rv);

@@ -9,9 +9,11 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/report/report.h"
+#include "lib/common/utf8.h"
 #include "lib/program/version.h"
 
 #define NS	((int64_t)1000000000)
@@ -34,6 +36,27 @@ gauge(FILE *f, const char *name, const char *help, double v)
 {
 	meta(f, name, "gauge", help);
 	fprintf(f, "%s %.17g\n", name, v);
+}
+
+/*
+ * A label value as the text format wants it: backslash, quote and
+ * newline escaped, and valid UTF-8 (common/utf8.h: U+FFFD for a stray
+ * byte), since Prometheus refuses a whole scrape over one bad byte.
+ */
+static void
+label_value(FILE *f, const char *s)
+{
+	char *t = utf8_fix(s), *p;
+
+	for (p = t; p != NULL && *p != '\0'; p++) {
+		if (*p == '\\' || *p == '"')
+			fputc('\\', f);
+		if (*p == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*p, f);
+	}
+	free(t);
 }
 
 static void
@@ -94,7 +117,8 @@ report_prom(FILE *f, const struct report *r)
 	gauge(f, "webhook_oldest_ready_age_seconds", "Age of the oldest event "
 	    "ready to hand out (0 when none).", (double)report_oldest_ready_s(r));
 	gauge(f, "webhook_last_success_timestamp_seconds", "End of the last "
-	    "drainer run that did not fail (0: none).",
+	    "drainer run that did not fail, by status's rule: a run in which "
+	    "every event failed failed (0: none).",
 	    (double)r->last_success_ns / (double)NS);
 	gauge(f, "webhook_db_size_bytes", "Size of the inbox file.",
 	    (double)r->db_bytes);
@@ -104,8 +128,11 @@ report_prom(FILE *f, const struct report *r)
 	    &a->wait);
 	histogram(f, "webhook_handler_seconds", "Handler run time.", &a->handler);
 	meta(f, "webhook_build_info", "gauge", "The drainer's version.");
-	fprintf(f, "webhook_build_info{version=\"%s\",commit=\"%s\"} 1\n",
-	    version_number, version_commit);
+	fputs("webhook_build_info{version=\"", f);
+	label_value(f, version_number);
+	fputs("\",commit=\"", f);
+	label_value(f, version_commit);
+	fputs("\"} 1\n", f);
 }
 
 static cJSON *
@@ -157,6 +184,6 @@ report_status_json(cJSON *o, const struct report *r,
 		cJSON_AddBoolToObject(h, "ok", a->n == 0);
 		reasons = cJSON_AddArrayToObject(h, "reasons");
 		for (i = 0; reasons != NULL && i < a->n; i++)
-			cJSON_AddItemToArray(reasons, cJSON_CreateString(a->line[i]));
+			cJSON_AddItemToArray(reasons, status_json_text(a->line[i]));
 	}
 }

@@ -105,6 +105,8 @@ history_row(const struct inbox_history_row *row, void *arg)
 	    HISTORY_FINE_S), d;
 	int w;
 
+	if (row->bucket_s < r->first_s)
+		r->first_s = row->bucket_s;
 	if (strcmp(row->name, "run") == 0)
 		r->runs_total[strcmp(row->label, "ok") == 0 ? 0 :
 		    strcmp(row->label, "failures") == 0 ? 1 : 2] += row->n;
@@ -134,11 +136,23 @@ run_row(const struct inbox_run_record *run, void *arg)
 	struct report *r = arg;
 	int64_t d = (run->started_ns / NS - r->day0_s) / HISTORY_DAY_S;
 
+	if (run->started_ns / NS < r->first_s)
+		r->first_s = run->started_ns / NS;
 	if (d >= 0 && d < REPORT_DAYS_N)
 		r->runs_per_day[d]++;
-	if (strcmp(run->result, "error") != 0 && run->finished_ns > r->last_success_ns)
+	/* `status`'s rule (status_run_failed): a run in which every event
+	 * failed is no success, however it ended. */
+	if (!status_run_failed(run->result, run->done) &&
+	    run->finished_ns > r->last_success_ns)
 		r->last_success_ns = run->finished_ns;
-	if (run->started_ns >= r->now_ns - 86400 * NS && r->nruns < REPORT_RUNS_MAX)
+	if (run->started_ns >= r->last_run.started_ns) {	/* oldest first */
+		r->last_run = *run;
+		r->last_run_failed = status_run_failed(run->result, run->done);
+	}
+	if (run->started_ns < r->now_ns - 86400 * NS) {
+		if (run->finished_ns > r->run_before_ns)
+			r->run_before_ns = run->finished_ns;
+	} else if (r->nruns < REPORT_RUNS_MAX)
 		r->runs[r->nruns++] = *run;
 	return 0;
 }
@@ -204,6 +218,7 @@ report_collect(struct inbox *ib, const char *database, int64_t now_ns,
 	memset(r, 0, sizeof *r);
 	r->now_ns = now_ns;
 	r->max_idle_s = max_idle_s;
+	r->first_s = INT64_MAX;
 	inbox_database_name(database, r->database, sizeof r->database);
 	r->fine0_s = history_bucket_s(now_s, HISTORY_FINE_S) -
 	    (REPORT_FINE_N - 1) * HISTORY_FINE_S;
@@ -301,6 +316,13 @@ report_refresh(const struct config *c, const char *dir,
 	    report_collect(ib, c->database, util_now_ns(), max_idle_s, NULL,
 	    r, err) == -1)
 		goto out;
+	/* The directory is the report's: made when missing (docs/report.md),
+	 * as cron's first run with --report finds it. */
+	if (dir != NULL && mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
 	if (dir != NULL && ((size_t)snprintf(path, sizeof path, "%s/index.html",
 	    dir) >= sizeof path || report_write_file(path, r, report_html,
 	    err) == -1))

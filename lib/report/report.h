@@ -95,6 +95,16 @@ struct report {
 						 * history's counters */
 	int64_t			 runs_per_day[REPORT_DAYS_N];
 	int64_t			 last_success_ns;	/* 0: none */
+	struct inbox_run_record	 last_run;	/* started_ns 0: none */
+	int			 last_run_failed;	/* status_run_failed */
+	/* What the history covers: the start of its first bucket or its
+	 * first recorded run, Unix s (INT64_MAX: nothing recorded).  Charts
+	 * draw only from there: before it nothing was recorded, which is
+	 * not zero (docs/report.md). */
+	int64_t			 first_s;
+	/* End of the last run that started before the strip of runs (24 h),
+	 * ns; 0: none, so the strip's first gap starts at its first run. */
+	int64_t			 run_before_ns;
 	int64_t			 max_idle_s;	/* cron looks dead past this */
 };
 
@@ -128,8 +138,8 @@ void	report_status_json(cJSON *o, const struct report *r,
 /* Seconds the oldest ready event has been ready; 0 when none. */
 int64_t	report_oldest_ready_s(const struct report *r);
 
-/* Age of the last successful run, s (-1: none); health: 0 ok, 1 cron looks
- * dead (no successful run within max_idle_s while work is waiting). */
+/* Age of the last successful run (one status_run_failed does not call
+ * failed), s; -1: none. */
 int64_t	report_last_success_age_s(const struct report *r);
 
 /*
@@ -144,7 +154,8 @@ int	report_write_file(const char *path, const struct report *r,
  * `report --out DIR` and `run --report DIR`: open the inbox, collect,
  * write DIR/index.html and the metrics (metrics_path, or DIR/metrics.prom
  * when NULL; dir NULL: the metrics alone); max_idle_s as status's
- * --max-idle.  0, or -1 with the reason.
+ * --max-idle.  DIR is made (mode 0755, its parent must exist) when
+ * missing.  0, or -1 with the reason.
  */
 int	report_refresh(const struct config *c, const char *dir,
 	    const char *metrics_path, int64_t max_idle_s, struct buf *err)
