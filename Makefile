@@ -12,10 +12,10 @@
 PREFIX	?= /usr/local
 DESTDIR	?=
 CC	?= cc
-PKGS	 = libfcgi sqlite3 libsodium libcjson inih
+PKGS	 = libfcgi sqlite3 libsodium libcjson inih nettle
 # libfcgi ships no .pc file on Debian 12; it is -lfcgi.
-PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih 2>/dev/null) -lfcgi -lpthread
+PKG_CFLAGS := $(shell pkg-config --cflags sqlite3 libsodium libcjson inih nettle 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libsodium libcjson inih nettle 2>/dev/null) -lfcgi -lpthread
 CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # PostgreSQL (libpq) in the default build; the static build leaves it out
@@ -41,7 +41,7 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c)
+COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -58,7 +58,7 @@ REPORT_SRC  = $(addprefix lib/report/,runrec.c report.c html.c prom.c)
 LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC) \
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
-UNIT_TESTS = test_util test_instant test_signature test_event test_config \
+UNIT_TESTS = test_util test_instant test_signature test_scheme test_event test_config \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
@@ -116,6 +116,7 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) -DVECTORS='"$(VECTORS)"' \
+	    -DPROVIDER_VECTORS='"$(PROVIDER_VECTORS)"' \
 	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' \
 	    -DCONF_EXAMPLE='"$(abspath conf/webhook.conf.example)"' -o $@ $< $(B)/libwebhook.a \
 	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS) $(PG_LIBS)
@@ -123,6 +124,8 @@ $(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
 # The Standard Webhooks vectors live in the tree (a copy of the project's
 # shared vectors), so a clone alone builds every test.
 VECTORS ?= $(abspath tests/vectors/standard-webhooks.json)
+# Every provider's scheme, signed by its own SDK (tests/vectors/gen/).
+PROVIDER_VECTORS ?= $(abspath tests/vectors/providers.json)
 
 # The benchmarks' C programs too: one that no longer builds (a struct grew a
 # field) fails make test, not only the next make bench.
@@ -161,7 +164,7 @@ FB		 = build/fuzz
 FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		   $(PKG_CFLAGS) -I.
-FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih 2>/dev/null)
+FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
 		   lib/common/signature.c lib/store/event.c lib/program/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
@@ -377,7 +380,7 @@ $(SB)/bench/cgi_sqlite_floor: bench/cgi_sqlite_floor.c
 	@mkdir -p $(dir $@)
 	$(CC) -static $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm -lpthread
 SB_OBJ	 = $(LIB_SRC:%.c=$(SB)/%.o) $(SB)/lib/store/schema.o $(SB)/lib/store/schema_pg.o
-SB_LIBS	 = -lsqlite3 -lsodium -linih -lm -lpthread
+SB_LIBS	 = -lsqlite3 -lsodium -lnettle -linih -lm -lpthread
 SB_CURL	 = $(SB)/curl/libcurl.a -lcares -lssl -lcrypto -lz
 SB_BINS	 = $(SB)/webhook.fcgi $(SB)/webhook-drain
 

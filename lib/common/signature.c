@@ -31,11 +31,8 @@ b64_alphabet(const char *s, size_t len)
 	return 1;
 }
 
-/* Decode standard base64, padded or (when allow_unpadded) not, requiring
- * every input byte to be consumed and to belong to the alphabet.  Returns
- * decoded length or -1. */
-static long
-decode_b64(const char *s, size_t len, unsigned char *bin, size_t binmax,
+long
+signature_b64_decode(const char *s, size_t len, unsigned char *bin, size_t binmax,
     int allow_unpadded)
 {
 	size_t binlen;
@@ -75,7 +72,7 @@ signature_key_parse(const char *text, struct signature_key *out,
 		*why = "empty secret";
 		return -1;
 	}
-	n = decode_b64(text, len, out->key, sizeof out->key, 1);
+	n = signature_b64_decode(text, len, out->key, sizeof out->key, 1);
 	if (n <= 0) {
 		*why = n == 0 ? "secret decodes to nothing" :
 		    "not standard base64 (or longer than 128 bytes)";
@@ -154,7 +151,7 @@ signature_verify(const struct signature_key *keys, size_t nkeys,
 			v1a = 1;
 		else
 			continue;
-		n = decode_b64(header + comma + 1, end - comma - 1, sig,
+		n = signature_b64_decode(header + comma + 1, end - comma - 1, sig,
 		    sizeof sig, 0);
 		if (n != (v1a ? crypto_sign_ed25519_BYTES : crypto_auth_hmacsha256_BYTES))
 			continue;

@@ -91,4 +91,13 @@ int	signature_sign(const struct signature_key *key,
 	    const unsigned char *content, size_t content_len,
 	    char *out, size_t outsz) __attribute__((warn_unused_result));
 
+/*
+ * Decode standard base64 s[0..len) into bin (binmax bytes): padded, or
+ * also unpadded when allow_unpadded; every byte must belong to the
+ * alphabet and be consumed (libsodium alone lets a high byte pass as '/').
+ * Returns the decoded length, or -1.  Shared with common/scheme.c.
+ */
+long	signature_b64_decode(const char *s, size_t len, unsigned char *bin,
+	    size_t binmax, int allow_unpadded) __attribute__((warn_unused_result));
+
 #endif

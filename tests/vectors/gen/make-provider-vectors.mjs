@@ -1,5 +1,5 @@
 // Write tests/vectors/providers.json: signed deliveries for every scheme of
-// lib/receive/scheme.h, each signed (or, where the SDK only verifies, signed
+// lib/common/scheme.h, each signed (or, where the SDK only verifies, signed
 // here with node:crypto and then verified) by the provider's own SDK from npm,
 // at the versions package.json pins.  Every vector records which SDK made or
 // checked it and the SDK's own verdict; the C test (tests/test_scheme.c)

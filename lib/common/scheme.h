@@ -1,0 +1,256 @@
+/*
+ * scheme: the signature schemes of the providers a shop or a developer
+ * gets webhooks from (docs/providers.md), as one small table of
+ * operations — which headers a delivery of each carries, how its secret is
+ * written, what is signed and how, what a synchronous answer it wants, and
+ * where its id, time and type are by default.
+ *
+ * This is the verifier layer alone: it takes a delivery's headers (through
+ * a lookup callback), its body and the clock, and says whether one of the
+ * configured secrets signed it.  It reads no config, stores nothing and
+ * knows nothing of sources or URLs beyond the one Twilio signs.
+ *
+ * Cryptography: libsodium for HMAC-SHA256/512, SHA-256, BLAKE2b and
+ * Ed25519; Nettle (GnuTLS's, nettle-dev) for HMAC-SHA1, which libsodium
+ * lacks and Twilio and the generic scheme need.  Nettle rather than
+ * OpenSSL's libcrypto: a static link takes only its hmac/sha1 objects,
+ * where libcrypto's HMAC goes through the EVP provider machinery (megabytes,
+ * and a DSO loader the static receiver must not carry).  Every MAC is
+ * compared in constant time after a strict, length-checked decoding.
+ */
+#ifndef WEBHOOK_SCHEME_H
+#define WEBHOOK_SCHEME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest secret, bytes, as the provider shows it (Stripe's whsec_ text is
+ * 38, Paddle's pdl_ntfset_… about 70, GitHub's is the user's choice):
+ * room to spare, and one bound for every copy of a key. */
+#define SCHEME_SECRET_MAX	256
+/* Secrets tried per delivery (a rotation needs two or three). */
+#define SCHEME_SECRETS_MAX	8
+/* Entries of a multi-signature header looked at (Stripe's v1=, Paddle's
+ * h1=): one per active secret; more is not a sender's. */
+#define SCHEME_ENTRIES_MAX	32
+/* Parameters of a Twilio form body: a message or a call carries 20–40. */
+#define SCHEME_FORM_PARAMS_MAX	256
+/* A synchronous answer (Slack's challenge, Discord's PONG), bytes + NUL. */
+#define SCHEME_ANSWER_MAX	256
+/* Extracted values (id, type, time, object key), bytes + NUL: the store's
+ * own caps are smaller; longer is refused, never cut. */
+#define SCHEME_VALUE_MAX	256
+/* Default tolerance of signed timestamps, seconds, both directions. */
+#define SCHEME_TOLERANCE	300
+
+enum scheme_id {
+	SCHEME_STANDARD = 0,
+	SCHEME_STRIPE,
+	SCHEME_GITHUB,
+	SCHEME_SHOPIFY,
+	SCHEME_WOOCOMMERCE,
+	SCHEME_SLACK,
+	SCHEME_PADDLE,
+	SCHEME_DISCORD,
+	SCHEME_GITLAB,
+	SCHEME_TWILIO,
+	SCHEME_HMAC,
+	SCHEME_COUNT
+};
+
+enum scheme_alg { SCHEME_SHA1 = 1, SCHEME_SHA256, SCHEME_SHA512 };
+enum scheme_encoding { SCHEME_HEX = 1, SCHEME_BASE64 };
+
+/*
+ * A delivery's headers: get(arg, name) returns the value of the HTTP
+ * header `name` (as providers spell it, "Stripe-Signature"; the lookup
+ * ignores case), NUL-terminated, or NULL when absent.  Values stay valid
+ * for the call they were given in.  Repeated headers come joined as the
+ * web server joins them.
+ */
+struct scheme_headers {
+	const char	*(*get)(void *arg, const char *name);
+	void		*arg;
+};
+
+/*
+ * What a source may set beside its scheme (all optional but the generic
+ * scheme's header and algorithm).  scheme_params_init fills the defaults;
+ * strings are borrowed, never freed here.
+ */
+struct scheme_params {
+	/* The generic `hmac` scheme: the signature header, a prefix before
+	 * the MAC ("sha256="), its algorithm and encoding, and an optional
+	 * timestamp header whose value is signed before the body, joined by
+	 * `separator` (default "."). */
+	const char		*header;
+	const char		*prefix;
+	enum scheme_alg		 alg;
+	enum scheme_encoding	 encoding;
+	const char		*timestamp_header;
+	const char		*separator;
+	/* Seconds a signed timestamp may differ from now, either way; 0 turns
+	 * the check off (Discord signs a timestamp but sets no window). */
+	int64_t			 tolerance;
+	/* Twilio signs the URL it was given, query string included: the
+	 * receiver's public URL for this source (docs/providers.md). */
+	const char		*url;
+};
+
+/* One configured secret, decoded as its scheme reads it. */
+struct scheme_secret {
+	unsigned char	key[SCHEME_SECRET_MAX];	/* wiped by scheme_secret_wipe */
+	size_t		len;
+	int		ed25519;	/* a public key (Discord; standard whpk_) */
+	/* First 8 bytes of BLAKE2b(key), hex: names the secret in logs
+	 * without revealing it (as signature.h's). */
+	char		fingerprint[17];
+};
+
+enum scheme_outcome {
+	SCHEME_OK = 0,		/* verified: store it */
+	SCHEME_ANSWER,		/* verified, and the provider wants `answer`
+				 * back now, not stored (Slack's
+				 * url_verification, Discord's PING) */
+	SCHEME_PING,		/* an unsigned set-up ping a provider sends
+				 * before it has a secret to sign with
+				 * (WooCommerce's "webhook_id=N"): 200, not
+				 * stored */
+	SCHEME_MISSING,		/* the scheme's headers are absent or empty */
+	SCHEME_OTHER,		/* absent, and the headers are another
+				 * scheme's: `looks_like` says whose */
+	SCHEME_MALFORMED,	/* a header is there but not in the scheme's
+				 * form (a timestamp that is no integer…) */
+	SCHEME_STALE,		/* the signed timestamp is outside tolerance */
+	SCHEME_BAD_SIGNATURE	/* nothing verifies under any secret */
+};
+
+struct scheme_result {
+	enum scheme_outcome	 outcome;
+	/* A static reason for every outcome but SCHEME_OK; names headers,
+	 * never contains a byte of the request or a secret. */
+	const char		*why;
+	size_t			 key_index;	/* the secret that verified */
+	int64_t			 signed_at;	/* the signed timestamp, or -1 */
+	enum scheme_id		 looks_like;	/* for SCHEME_OTHER */
+	/* SCHEME_ANSWER: the body to answer with and its Content-Type. */
+	char			 answer[SCHEME_ANSWER_MAX];
+	const char		*answer_type;
+};
+
+/* One scheme: its table row (lib/common/scheme.c). */
+struct scheme {
+	enum scheme_id	 id;
+	const char	*name;		/* the config's `scheme = NAME` */
+	const char	*title;		/* for people: "Stripe" */
+	const char	*signature_header; /* what recognition names */
+	/* Where the defaults are: a header (HTTP name) or a JSON pointer
+	 * (RFC 6901) into the body; NULL when the provider has none. */
+	const char	*id_header, *id_pointer;
+	const char	*type_header, *type_pointer;
+	const char	*time_header, *time_pointer;
+	const char	*object_pointer;
+	int64_t		 tolerance;	/* default; 0: no timestamp window */
+	/* Is this delivery of this scheme (its signature header present)? */
+	int		(*recognise)(const struct scheme_headers *h);
+	/* As scheme_secret_load, for this scheme's secrets. */
+	int		(*secret_load)(const char *text, struct scheme_secret *out,
+			    const char **why);
+	/* As scheme_verify, once the secrets are known to be this scheme's. */
+	void		(*verify)(const struct scheme_params *p,
+			    const struct scheme_secret *keys, size_t nkeys,
+			    const struct scheme_headers *h,
+			    const unsigned char *body, size_t body_len,
+			    int64_t now, struct scheme_result *res);
+};
+
+/* The scheme called `name` (exact, lower case), or NULL. */
+const struct scheme *scheme_find(const char *name);
+/* The scheme with this id (id < SCHEME_COUNT). */
+const struct scheme *scheme_get(enum scheme_id id);
+
+/*
+ * Fill `p` with scheme s's defaults (its tolerance; for `hmac`, sha256,
+ * hex and "." — the header stays NULL and must be set).
+ */
+void	scheme_params_init(const struct scheme *s, struct scheme_params *p);
+/*
+ * Is `p` complete for s?  `hmac` needs a header; Twilio a URL that starts
+ * with http:// or https://.  Returns 0, or -1 with *why static.
+ */
+int	scheme_params_check(const struct scheme *s, const struct scheme_params *p,
+	    const char **why) __attribute__((warn_unused_result));
+
+/*
+ * Take one configured secret exactly as the provider's dashboard shows it
+ * (docs/providers.md "Secrets"):
+ *   standard     whsec_ + base64 (the key is its decoding), or whpk_ +
+ *                base64 of an Ed25519 public key (signature.h's rules);
+ *   stripe       whsec_…, the whole string is the key; an API key (sk_,
+ *                rk_, pk_) is refused by name;
+ *   paddle       pdl_ntfset_…, the whole string;
+ *   discord      the application's public key, 64 hex digits;
+ *   the others   the bytes as written (GitHub's may hold spaces and
+ *                quotes; Slack's are hex text, used as text).
+ * Any NUL-free text of 1..SCHEME_SECRET_MAX bytes is a secret there; a
+ * leading or trailing space or tab is refused (a paste mistake, and the
+ * config cannot say it).  Returns 0 and fills *out, or -1 with *why static
+ * (never containing the secret) and *out wiped.
+ */
+int	scheme_secret_load(const struct scheme *s, const char *text,
+	    struct scheme_secret *out, const char **why)
+	    __attribute__((warn_unused_result));
+void	scheme_secret_wipe(struct scheme_secret *k);
+
+/*
+ * Verify one delivery for scheme s: `keys[0..nkeys)` loaded for s
+ * (nkeys ≤ SCHEME_SECRETS_MAX), the body as received, `now` in Unix
+ * seconds.  Fills *res; returns 0 for SCHEME_OK, SCHEME_ANSWER and
+ * SCHEME_PING (the delivery is answered 2xx), -1 for the refusals.
+ * When the scheme's own headers are absent, recognition names another
+ * scheme whose headers are there (SCHEME_OTHER).
+ */
+int	scheme_verify(const struct scheme *s, const struct scheme_params *p,
+	    const struct scheme_secret *keys, size_t nkeys,
+	    const struct scheme_headers *h, const unsigned char *body,
+	    size_t body_len, int64_t now, struct scheme_result *res)
+	    __attribute__((warn_unused_result));
+
+/*
+ * The scheme whose signature header this delivery carries, or NULL; the
+ * generic `hmac` scheme is never recognised (its header is configured).
+ * When several match (a sender that sends two), the table's order decides.
+ */
+const struct scheme *scheme_recognise(const struct scheme_headers *h);
+
+/*
+ * The line that refuses a delivery of scheme `looks` at an endpoint of
+ * scheme `endpoint`, into out (cut to outsz, NUL-terminated): "this looks
+ * like Stripe's Stripe-Signature; this endpoint is Standard Webhooks: add a
+ * [source …] with scheme = stripe".  Returns out.
+ */
+char	*scheme_mismatch(const struct scheme *endpoint,
+	    const struct scheme *looks, char *out, size_t outsz);
+
+/* What scheme_extract found; each value NUL-terminated, "" when absent. */
+struct scheme_fields {
+	char	id[SCHEME_VALUE_MAX];
+	char	type[SCHEME_VALUE_MAX];
+	char	time[SCHEME_VALUE_MAX];	/* as sent: Unix seconds or RFC 3339 */
+	char	object[SCHEME_VALUE_MAX];
+};
+
+/*
+ * The defaults of scheme s for a verified delivery: each field from its
+ * header when the scheme names one and it is present, else from the JSON
+ * body at its pointer (a string, or an integer written in decimal).
+ * Returns 0, or -1 with *why static when a value is longer than
+ * SCHEME_VALUE_MAX - 1 or holds a control byte (never cut: an id that
+ * loses its tail would merge deliveries).  A body that is not JSON just
+ * yields nothing from pointers.
+ */
+int	scheme_extract(const struct scheme *s, const struct scheme_headers *h,
+	    const unsigned char *body, size_t body_len, struct scheme_fields *out,
+	    const char **why) __attribute__((warn_unused_result));
+
+#endif
