@@ -149,7 +149,8 @@ tsan:
 	$(MAKE) B=build-tsan CFLAGS='$(TSAN_FLAGS)' all $(TSAN_TESTS:%=build-tsan/tests/%)
 
 # `make fuzz`: the libFuzzer targets fuzz/TARGET.c (the parsers of what
-# arrives from outside: signature header and verifier, instants and
+# arrives from outside: signature header and verifier, the providers'
+# schemes, instants and
 # numbers, event bodies, the config file, the whole request path), built with clang under
 # ASan+UBSan in build/fuzz/, each run for FUZZ_SECONDS in turn on its
 # working corpus build/fuzz/corpus/TARGET (fuzz/run says what it printed).
@@ -157,7 +158,7 @@ tsan:
 # (fuzz/regress/TARGET/), then FUZZ_SMOKE_SECONDS from its seeds.  Only
 # the modules the targets use are built again, instrumented.
 FUZZ_CC		 = clang
-FUZZ_TARGETS	 = signature instant_decimal event config request
+FUZZ_TARGETS	 = signature scheme instant_decimal event config request
 FUZZ_SECONDS	?= 300
 FUZZ_SMOKE_SECONDS ?= 15
 FB		 = build/fuzz
@@ -166,7 +167,8 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
-		   lib/common/signature.c lib/store/event.c lib/program/config.c)
+		   lib/common/signature.c lib/common/scheme.c lib/store/event.c \
+		   lib/program/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 
 $(FUZZ_LIB_OBJ): $(FB)/%.o: %.c $(LIB_H) fuzz/coverage-ignore.txt
