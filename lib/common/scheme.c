@@ -270,9 +270,11 @@ std_verify(const struct scheme_params *p, const struct scheme_secret *keys,
 	for (i = 0; i < n; i++) {
 		k[i].kind = keys[i].ed25519 ? SIGNATURE_ED25519 :
 		    SIGNATURE_HMAC_SHA256;
-		memcpy(k[i].key, keys[i].key, keys[i].len <= SIGNATURE_KEY_MAX ?
-		    keys[i].len : SIGNATURE_KEY_MAX);
-		k[i].keylen = keys[i].len;
+		/* std_secret loaded at most SIGNATURE_KEY_MAX bytes; the
+		 * bound keeps a key loaded for another scheme in range. */
+		k[i].keylen = keys[i].len <= SIGNATURE_KEY_MAX ? keys[i].len :
+		    SIGNATURE_KEY_MAX;
+		memcpy(k[i].key, keys[i].key, k[i].keylen);
 	}
 	rc = signature_verify(k, n, content, il + tl + 2 + body_len, sig,
 	    strlen(sig), &which);
