@@ -85,7 +85,7 @@ struct scheme_params {
 	/* The generic `hmac` scheme: the signature header, a prefix before
 	 * the MAC ("sha256="), its algorithm and encoding, and an optional
 	 * timestamp header whose value is signed before the body, joined by
-	 * `separator` (NULL: "."). */
+	 * `separator` (default "."). */
 	const char		*header;
 	const char		*prefix;
 	enum scheme_alg		 alg;
