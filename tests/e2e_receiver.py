@@ -1,5 +1,7 @@
 """webhook.fcgi end to end: a real lighttpd on 127.0.0.1, a real SQLite
 file, every answer of docs/DESIGN.md "The receiver's answers"."""
+import hashlib
+import hmac
 import os
 import re
 import signal
@@ -231,6 +233,51 @@ class TestRefuse(ReceiverBase):
                     del h[name]
                 self.assertRefused(400, self.srv.post(h, body)[0],
                                    "%s %s" % (name, "empty" if empty else "missing"))
+
+    def test_svix_branded_headers_are_standard_webhooks(self):
+        # Svix-run senders send the same scheme under svix-* names: stored
+        # once, byte for byte, and a redelivery is a duplicate (200).
+        mid = self.new_id()
+        body = event_body(mid)
+        ts = int(time.time())
+        h = {"svix-id": mid, "svix-timestamp": str(ts),
+             "svix-signature": sign(SECRET_A, mid, ts, body)}
+        self.assertEqual(self.srv.post(h, body)[0], 200)
+        self.assertEqual(self.srv.post(h, body)[0], 200)
+        rows = self.sb.rows()
+        self.assertEqual([(r["webhook_id"], bytes(r["body"])) for r in rows],
+                         [(mid, body)])
+        # Signed with another secret under those names: refused as ever.
+        h["svix-id"] = mid + "_x"
+        h["svix-signature"] = sign(SECRET_B, mid + "_x", ts, body)
+        self.assertEqual(self.srv.post(h, body)[0], 401)
+        self.assertEqual(self.sb.count(), 1)
+
+    def test_another_providers_delivery_is_named_in_the_log(self):
+        # A Stripe delivery sent to this endpoint: 400 as any delivery
+        # without webhook-id, and the log line says what it looks like.
+        body = b'{"id": "evt_1", "object": "event", "created": 1764000000}'
+        ts = int(time.time())
+        mac = hmac.new(b"whsec_stripe_test_secret", b"%d." % ts + body,
+                       hashlib.sha256).hexdigest()
+        h = {"Stripe-Signature": "t=%d,v1=%s" % (ts, mac),
+             "content-type": "application/json"}
+        self.assertRefused(400, self.srv.post(h, body)[0])
+        want = ("this looks like Stripe's Stripe-Signature; this endpoint "
+                "takes Standard Webhooks only")
+        deadline = time.monotonic() + 10
+        while want not in self.srv.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertIn(want, self.srv.log())
+        # Headers of no known provider keep the plain reason.
+        self.assertRefused(400, self.srv.post({"X-Other": "1"}, body)[0])
+        deadline = time.monotonic() + 10
+        plain = re.compile(r"refused 400 .*webhook-id or webhook-timestamp "
+                           r"missing$", re.M)
+        while not plain.search(self.srv.log()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertRegex(self.srv.log(), plain)
+        self.assertNothingStored()
 
     def test_get_is_405_with_allow(self):
         status, headers, _ = self.srv.post({}, b"", method="GET")

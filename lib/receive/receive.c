@@ -6,6 +6,7 @@
  * order and the first that refuses gives the answer.  A step returns 0 to
  * go on, or the status to refuse with, its reason in a->why for the log.
  */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "lib/store/inbox.h"
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
+#include "lib/common/scheme.h"
 #include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
@@ -27,11 +29,27 @@
 #define RETRY_AFTER		"30"
 
 /* One request's findings as the steps go. */
+/*
+ * The names one Standard Webhooks delivery may carry its headers under,
+ * as CGI parameters: the specification's own, or Svix's branded ones
+ * (svix-id, svix-timestamp, svix-signature) that Svix-run senders send
+ * for the same scheme and the same signed content (docs/providers.md).
+ * The first family whose id header is there is the delivery's.
+ */
+struct family {
+	const char	*id, *ts, *sig;
+};
+static const struct family families[] = {
+	{ "HTTP_WEBHOOK_ID", "HTTP_WEBHOOK_TIMESTAMP", "HTTP_WEBHOOK_SIGNATURE" },
+	{ "HTTP_SVIX_ID", "HTTP_SVIX_TIMESTAMP", "HTTP_SVIX_SIGNATURE" },
+};
+
 struct attempt {
 	struct request	*r;
 	struct site_cache *sites;
 	struct site	*site;		/* a reference, from take_site */
 	const struct config *conf;	/* the site's */
+	const struct family *family;	/* the names its headers carry */
 	const char	*id, *ts;	/* webhook-id, webhook-timestamp */
 	int64_t		 started;	/* monotonic ns */
 	int64_t		 content_length;	/* -1: none given */
@@ -40,6 +58,7 @@ struct attempt {
 	size_t		 which;		/* the secret that verified */
 	struct event_fields fields;
 	const char	*why;		/* a refusal's reason, for the log */
+	char		 whybuf[256];	/* for a reason put together */
 	const char	*text;		/* a 200's body */
 };
 
@@ -134,6 +153,41 @@ take_site(struct receive *rv, struct attempt *a)
 	return 0;
 }
 
+/* A header by its HTTP name ("Stripe-Signature"), for lib/common/scheme.h:
+ * the CGI parameter HTTP_STRIPE_SIGNATURE. */
+static const char *
+header_of(void *arg, const char *name)
+{
+	char param[64] = "HTTP_";
+	size_t i, n = 5;
+
+	for (i = 0; name[i] != '\0' && n + 1 < sizeof param; i++)
+		param[n++] = name[i] == '-' ? '_' :
+		    (char)toupper((unsigned char)name[i]);
+	if (name[i] != '\0')
+		return NULL;
+	param[n] = '\0';
+	return request_param(arg, param);
+}
+
+/* Why a delivery without its webhook-id or webhook-timestamp is refused:
+ * when its headers are another provider's, say whose, so that the log
+ * line tells the owner what to set up rather than blame the sender. */
+static const char *
+not_ours(struct attempt *a)
+{
+	const struct scheme_headers h = { header_of, a->r };
+	const struct scheme *s = scheme_recognise(&h);
+
+	if (s == NULL || s == scheme_find("standard"))
+		return "webhook-id or webhook-timestamp missing";
+	snprintf(a->whybuf, sizeof a->whybuf, "webhook-id or webhook-timestamp "
+	    "missing: this looks like %s's %s; this endpoint takes Standard "
+	    "Webhooks only (webhook-* or svix-* headers; docs/providers.md)",
+	    s->title, s->signature_header);
+	return a->whybuf;
+}
+
 static int
 join_signature(void *arg, const char *v)
 {
@@ -152,13 +206,13 @@ join_signature(void *arg, const char *v)
 static int
 check_headers(struct receive *rv, struct attempt *a)
 {
-	a->ts = request_param(a->r, "HTTP_WEBHOOK_TIMESTAMP");
+	a->ts = request_param(a->r, a->family->ts);
 	if (a->id == NULL || *a->id == '\0' || a->ts == NULL || *a->ts == '\0') {
-		a->why = "webhook-id or webhook-timestamp missing";
+		a->why = not_ours(a);
 		return 400;
 	}
 	buf_reset(&rv->sigs);
-	if (request_param_each(a->r, "HTTP_WEBHOOK_SIGNATURE", join_signature,
+	if (request_param_each(a->r, a->family->sig, join_signature,
 	    &rv->sigs) == -1) {
 		a->why = "webhook-signature longer than 16 KiB";
 		return 401;
@@ -366,7 +420,13 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	a.sites = sites;
 	a.started = util_mono_ns();
 	a.content_length = -1;
-	a.id = request_param(r, "HTTP_WEBHOOK_ID");
+	for (i = 0; i < sizeof families / sizeof families[0]; i++) {
+		a.family = &families[i];
+		if ((a.id = request_param(r, a.family->id)) != NULL)
+			break;
+	}
+	if (a.id == NULL)
+		a.family = &families[0];
 	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
 		status = steps[i](rv, &a);
 	if (status == 200)
