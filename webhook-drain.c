@@ -163,9 +163,9 @@ load_config(struct config *c, int all)
 	return rc;
 }
 
-/* For commands that read or change what is there: an inbox that does not
- * exist is a wrong `database` (or nothing received yet), not one to create
- * empty and report as fine.  Returns 1 when it exists; says so when not. */
+/* For commands that read or change what is there: a missing inbox is a
+ * wrong `database` (or nothing received yet), not one to create empty.
+ * Returns 1 when it exists; says so when not. */
 static int
 inbox_exists(const struct config *c)
 {
@@ -465,12 +465,10 @@ struct run_ctx {
 	struct runrec		 rec;
 };
 
-/* A failed or dead event's lines, which the digest summarises on stderr
- * for cron's mail, go to `log` one by one too (both programs append
- * there: docs/DESIGN.md "Configuration"), every failed attempt: the mail
- * says an event's first failure only, the log each one (docs/HOSTING.md
- * "Where to look"), so a later run's failure is its -v line ("retry ID
- * (why; failure N of M)"). */
+/* Every failed attempt's line goes to `log` (docs/DESIGN.md
+ * "Configuration"), a later run's as "retry ID (why; failure N of M)";
+ * cron's mail, the digest, says an event's first failure only
+ * (docs/HOSTING.md "Where to look"). */
 static void
 log_event(const struct drain_event *ev, int64_t max_attempts)
 {
