@@ -163,9 +163,8 @@ load_config(struct config *c, int all)
 	return rc;
 }
 
-/* For commands that read or change what is there: a missing inbox is a
- * wrong `database` (or nothing received yet), not one to create empty.
- * Returns 1 when it exists; says so when not. */
+/* A missing inbox is a wrong `database` (or nothing received yet), not one
+ * to create empty for a command that reads it: 1 when it exists, else 0. */
 static int
 inbox_exists(const struct config *c)
 {
