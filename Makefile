@@ -113,12 +113,21 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) \
 	    $(PG_LIBS)
 
-$(B)/tests/%: tests/%.c $(B)/libwebhook.a tests/*.h
+# What only the tests link: the in-memory request (tests/fake_request.h).
+# An archive, so a test takes it only when it uses it.
+TEST_SRC = tests/fake_request.c
+$(B)/libtestsupport.a: $(TEST_SRC:%.c=$(B)/%.o)
+	rm -f $@
+	ar rcs $@ $^
+$(TEST_SRC:%.c=$(B)/%.o): tests/*.h
+
+$(B)/tests/%: tests/%.c $(B)/libwebhook.a $(B)/libtestsupport.a tests/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(PG_CFLAGS) -DVECTORS='"$(VECTORS)"' \
 	    -DPROVIDER_VECTORS='"$(PROVIDER_VECTORS)"' \
 	    -DSCHEMA_V1='"$(abspath tests/schema-v1.sql)"' \
-	    -DCONF_EXAMPLE='"$(abspath conf/webhook.conf.example)"' -o $@ $< $(B)/libwebhook.a \
+	    -DCONF_EXAMPLE='"$(abspath conf/webhook.conf.example)"' -o $@ $< \
+	    $(B)/libtestsupport.a $(B)/libwebhook.a \
 	    $(PKG_LIBS) $(CURL_LIBS) $(CHECK_LIBS) $(PG_LIBS)
 
 # The Standard Webhooks vectors live in the tree (a copy of the project's
@@ -185,9 +194,9 @@ FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
 		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/store/history.c \
 		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
-		   lib/store/sqlite/checkpointer.c lib/program/version.c) \
+		   lib/store/sqlite/checkpointer.c lib/program/version.c tests/fake_request.c) \
 		   $(FB)/lib/store/schema.o
-$(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) \
+$(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) tests/fake_request.h \
     fuzz/coverage-ignore.txt
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \

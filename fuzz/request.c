@@ -39,6 +39,7 @@
 #include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
+#include "tests/fake_request.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

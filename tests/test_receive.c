@@ -21,6 +21,7 @@
 #include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
+#include "tests/fake_request.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-receive-XXXXXX";

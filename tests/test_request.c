@@ -25,6 +25,7 @@
 
 #include "lib/receive/request.h"
 #include "lib/common/util.h"
+#include "tests/fake_request.h"
 #include "tests/check_common.h"
 
 static char dir[] = "/tmp/webhook-test-request-XXXXXX";

@@ -1,17 +1,16 @@
 /*
  * request: one HTTP request as the web server hands it to us, whichever
  * protocol carries it — its parameters (CGI variables), its body, our
- * answer.  Three implementations behind one small table of operations:
+ * answer.  Two implementations behind one small table of operations:
  *
  *   FastCGI   libfcgi's FCGX_Request (a request thread's, after
  *             FCGX_Accept_r); the body is read to the end of the stream
  *             with a total deadline; the process lives for many requests.
  *   plain CGI the process environment, stdin and stdout; the body is
  *             exactly CONTENT_LENGTH bytes (stdin need not end after it).
- *   fake      in memory (struct request_fake): parameters from an array,
- *             a body from a buffer with chosen failures, the answer
- *             captured, for unit tests and harnesses that call the request
- *             path (lib/receive/receive.h) without a web server.
+ *
+ * The tests and the fuzz target add a third, in memory, outside the
+ * product (tests/fake_request.h): the table is public so they can.
  *
  * A struct request lives on the caller's stack for one request: setting
  * one up allocates nothing and makes no system call.
@@ -127,35 +126,6 @@ void	request_finish_fcgi(FCGX_Request *fr);
 int	request_take_listen_fds(void);
 /* Set `r` up for this process's plain CGI request. */
 void	request_init_cgi(struct request *r);
-
-/*
- * The fake: fill it in, then request_init_fake.  Parameters are
- * "NAME=value" strings, NULL-terminated (a name may repeat, as FastCGI
- * parameters from Debian 12's nginx do).  Reads hand out at most `chunk`
- * bytes each (0: all that is left); when `late_at` (≥ 0) bytes were handed
- * out the next read reports REQUEST_READ_LATE, at `fail_at` (≥ 0)
- * REQUEST_READ_ERROR (-1 for either: never); a read after the deadline
- * reports REQUEST_READ_LATE as FastCGI does.  The answer is kept in `out`
- * (cut at its size, `out_len` bytes, NUL-terminated).  Nothing is
- * allocated; the caller owns the strings and the body.
- */
-struct request_fake {
-	const char *const *params;
-	const char	*body;
-	size_t		 body_len;
-	size_t		 chunk;
-	int64_t		 late_at;
-	int64_t		 fail_at;
-	int		 long_lived;	/* as struct request's */
-	int		 body_to_eof;
-	/* What happened. */
-	size_t		 consumed;	/* body bytes handed out */
-	int		 discarded;	/* the discard operation ran */
-	int		 writes;	/* answers written (must end as 1) */
-	char		 out[4096];
-	size_t		 out_len;
-};
-void	request_init_fake(struct request *r, struct request_fake *f);
 
 /* The value of parameter `name` (a CGI variable: "REQUEST_METHOD",
  * "HTTP_WEBHOOK_ID"…), or NULL when absent. */
