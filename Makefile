@@ -63,7 +63,7 @@ UNIT_TESTS = test_util test_instant test_signature test_scheme test_event test_c
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
 	  test_sender test_status test_digest test_history test_report_history test_copy \
-	  test_inbox_pg test_store test_version test_bulk test_runrec test_report
+	  test_inbox_pg test_store test_version test_bulk test_runrec test_report test_api
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install \
 	uninstall deb static \
@@ -113,9 +113,10 @@ $(B)/webhook-drain: $(B)/webhook-drain.o $(B)/libwebhook.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(B)/webhook-drain.o $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) \
 	    $(PG_LIBS)
 
-# What only the tests link: the in-memory request (tests/fake_request.h).
+# What only the tests link: the in-memory request (tests/fake_request.h),
+# the HTTP server of the tests of what talks HTTP (tests/http_fixture.h).
 # An archive, so a test takes it only when it uses it.
-TEST_SRC = tests/fake_request.c
+TEST_SRC = tests/fake_request.c tests/http_fixture.c
 $(B)/libtestsupport.a: $(TEST_SRC:%.c=$(B)/%.o)
 	rm -f $@
 	ar rcs $@ $^
