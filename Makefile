@@ -64,7 +64,7 @@ UNIT_TESTS = test_util test_instant test_signature test_scheme test_event test_c
 	  test_present test_refetch test_drain test_paging test_setup_check \
 	  test_sender test_status test_digest test_history test_report_history test_copy \
 	  test_inbox_pg test_store test_version test_bulk test_runrec test_report test_api \
-	  test_ping test_trial test_upgrade
+	  test_ping test_trial test_upgrade test_probe
 
 .PHONY: all deps test test-all storm test-build san tsan bench demo clean install \
 	uninstall deb static \
