@@ -147,7 +147,9 @@ collected(struct config *c, int64_t *now, int64_t *run_end)
 	char dir[PATH_MAX];
 
 	check_config(tmpdir, "settle = 0\n", c, dir);
-	*now = util_now_ns() + 5 * SEC;	/* the run, 5 s after the deliveries */
+	/* The run, a minute after the deliveries: all of them are due, on
+	 * however busy a machine. */
+	*now = util_now_ns() + 60 * SEC;
 	fill(c, *now, run_end);
 	*now += 2 * SEC;
 	buf_init(&err, 4096);
@@ -176,7 +178,7 @@ START_TEST(collect_gathers_the_queue_history_and_runs)
 	ck_assert_int_eq(r->st.pending, 1);
 	ck_assert_int_eq(r->q.ready, 1);
 	ck_assert_int_ge(report_oldest_ready_s(r), 0);
-	ck_assert_int_le(report_oldest_ready_s(r), 10);
+	ck_assert_int_le(report_oldest_ready_s(r), 120);
 	/* The history, in every window: 2 received (counted as a run admits
 	 * them: e3 came after the run's last look), 1 handled, 1 failed and
 	 * dead. */
