@@ -41,7 +41,8 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c)
+COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c \
+	      scheme_verify.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -178,7 +179,7 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
-		   lib/common/signature.c lib/common/scheme.c lib/store/event.c \
+		   lib/common/signature.c lib/common/scheme.c lib/common/scheme_verify.c lib/store/event.c \
 		   lib/program/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 
