@@ -824,6 +824,68 @@ START_TEST(log_follows_a_rotated_file)
 }
 END_TEST
 
+/* Read the file at path whole into out (NUL-terminated); its length. */
+static size_t
+slurp_into(const char *path, char *out, size_t outsz)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, outsz - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	return n;
+}
+
+/* How many times c occurs in s. */
+static int
+count_char(const char *s, char c)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == c;
+	return n;
+}
+
+/* README "Logs": one line per event, whatever a library's message holds
+ * (libpq's refusals carry "\nHINT: ...\n"; a handler's error may hold \r). */
+START_TEST(log_line_is_one_line)
+{
+	char path[] = "/tmp/test_util_log.XXXXXX", text[8192], big[3000];
+	int fd = mkstemp(path);
+	size_t n;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	log_init("test_util");
+	log_open(path);
+	log_msg("store: %s", "ERROR:  refused\nHINT:  do this\r\nDETAIL: x\n");
+	log_msg("tab\tesc\x1b[31m del\x7f kept: \\x0a caf\xc3\xa9");
+	memset(big, '\n', sizeof big - 1);
+	big[sizeof big - 2] = 'E';	/* not a trailing line end: kept */
+	big[sizeof big - 1] = '\0';
+	big[0] = 'B';
+	log_msg("%s", big);
+	log_open(NULL);
+	n = slurp_into(path, text, sizeof text);
+	unlink(path);
+	ck_assert_int_eq(count_char(text, '\n'), 3);
+	ck_assert_int_eq(count_char(text, '\r'), 0);
+	ck_assert_uint_eq(text[n - 1], '\n');
+	ck_assert_ptr_nonnull(strstr(text, "]: store: ERROR:  refused\\x0aHINT:  "
+	    "do this\\x0d\\x0aDETAIL: x\n"));
+	/* Other control bytes too; a backslash and UTF-8 are left alone. */
+	ck_assert_ptr_nonnull(strstr(text, "]: tab\\x09esc\\x1b[31m del\\x7f "
+	    "kept: \\x0a caf\xc3\xa9\n"));
+	/* All line ends, escaped, outgrow the line: cut visibly, still one. */
+	ck_assert_ptr_nonnull(strstr(text, "]: B\\x0a\\x0a"));
+	ck_assert_ptr_nonnull(strstr(text, "\\x0a...\n"));
+	ck_assert_uint_le(strlen(strstr(text, "]: B")), 2048);
+}
+END_TEST
+
 static Suite *
 util_suite(void)
 {
@@ -835,6 +897,7 @@ util_suite(void)
 	tcase_add_test(tc, path_resolve_and_inside);
 	tcase_add_test(tc, log_is_file_follows_log_open);
 	tcase_add_test(tc, log_follows_a_rotated_file);
+	tcase_add_test(tc, log_line_is_one_line);
 	tcase_add_test(tc, decimal_refused);
 	tcase_add_test(tc, decimal_len_zero);
 	tcase_add_test(tc, decimal_uses_len_not_nul);

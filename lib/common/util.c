@@ -422,33 +422,83 @@ log_is_file(void)
 	return __atomic_load_n(&log_file, __ATOMIC_RELAXED);
 }
 
+/*
+ * The message msg[0..len) as it goes on a log line, into out (outsz ≥ 8):
+ * trailing line ends and spaces dropped when the message is whole
+ * (libpq's and SQLite's messages end in "\n"), every other control byte (\n, \r, \t, ESC, DEL, ...) written
+ * as \xHH as util_escape writes it, cut with "..." when it does not fit.
+ * Here, where every line is written, so that no caller -- a libpq message
+ * with its "HINT:" line, a handler's error -- can make one event two lines
+ * (README "Logs": one line per event).  Text that is no control byte is
+ * kept as it is: callers pass untrusted ids through util_escape already,
+ * and its backslashes must not be escaped twice.  Returns the length.
+ */
+static size_t
+log_one_line(const char *msg, size_t len, int whole, char *out,
+    size_t outsz)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+
+	while (whole && len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r' ||
+	    msg[len - 1] == ' '))
+		len--;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)msg[i];
+		int ctl = c < 0x20 || c == 0x7f;
+
+		if (o + (ctl ? 4 : 1) > outsz - 4)
+			break;
+		if (!ctl) {
+			out[o++] = (char)c;
+			continue;
+		}
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[c >> 4];
+		out[o++] = hex[c & 15];
+	}
+	if (i < len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	return o;
+}
+
 void
 log_vmsg(const char *fmt, va_list ap)
 {
-	char line[2048], when[32];
+	char line[2048], msg[2048], when[32];
 	struct tm tm;
 	time_t now = time(NULL);
-	int n, m;
+	size_t m;
+	int n, k;
 
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	n = snprintf(line, sizeof line, "%s %s[%ld]: ", when, log_prog,
 	    (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof line)
+	if (n < 0 || (size_t)n >= sizeof line - 8)
 		return;
-	m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-	if (m < 0)
+	k = vsnprintf(msg, sizeof msg, fmt, ap);
+	if (k < 0)
 		return;
-	/* A log line is one line; an over-long message is cut visibly. */
-	if ((size_t)m >= sizeof line - (size_t)n - 1) {
-		m = (int)(sizeof line - (size_t)n - 5);
+	/* A log line is one line; an over-long message is cut visibly (a
+	 * message vsnprintf cut is marked too: its end is gone). */
+	m = log_one_line(msg, (size_t)k < sizeof msg ? (size_t)k :
+	    sizeof msg - 1, (size_t)k < sizeof msg, line + n,
+	    sizeof line - (size_t)n - 1);
+	if ((size_t)k >= sizeof msg && (m < 3 ||
+	    memcmp(line + n + m - 3, "...", 3) != 0)) {
+		if (m > sizeof line - (size_t)n - 5)
+			m = sizeof line - (size_t)n - 5;
 		memcpy(line + n + m, "...", 3);
 		m += 3;
 	}
-	line[n + m] = '\n';
+	line[(size_t)n + m] = '\n';
 	log_follow();
 	/* One write(2) so that lines from concurrent processes never mix. */
-	if (write(log_fd, line, (size_t)(n + m + 1)) < 0) {
+	if (write(log_fd, line, (size_t)n + m + 1) < 0) {
 		/* nowhere left to report it */
 	}
 }

@@ -117,7 +117,10 @@ int	util_distance(const char *a, const char *b);
  * the file given to log_open (appended, created 0660 for the two users that
  * share it), or stderr when none
  * or when it cannot be opened (then that failure is logged to stderr once).
- * Never pass secrets or bodies; pass ids through util_escape.  Safe to
+ * A message is always one line: its control bytes (\n, \r, ...) are
+ * written as \xHH, its trailing line ends dropped, whatever a library's
+ * text held.  Never pass secrets or bodies; pass ids through util_escape
+ * (it escapes backslashes too, which this does not).  Safe to
  * call from several threads; log_open may run while others log (call
  * log_init first, once, before any thread starts).
  */
