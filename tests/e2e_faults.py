@@ -10,6 +10,7 @@ Servers are started by each test and stopped by it; everything listens on
 127.0.0.1.  The Apache and tmpfs tests need root (skipped otherwise).
 """
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -18,8 +19,8 @@ import time
 import unittest
 
 from harness import (FAKETIME, FCGI, DRAIN, SECRET_A, FcgiProcess, Lighttpd, Sandbox,
-                     children, event_body, group_gone, parse_cgi, run_drain,
-                     sign, signed_params, write_conf)
+                     children, event_body, group_gone, parse_cgi, reaped,
+                     run_drain, sign, signed_params, start_drain, write_conf)
 
 # The provider gives up at 15 s; the receiver's own deadline is 10 s
 # (RECEIVE_DEADLINE_S).  Asserted against the provider's limit.
@@ -932,6 +933,60 @@ class TestDrainerKilled(FaultCase):
         # The killed hand-out counts as a failed attempt: its retry is
         # due later (libfaketime, no sleeping).
         self.run_to_done(mid, offset=3600)
+
+
+
+class TestDrainerStopped(FaultCase):
+    """The drainer is away past handler_timeout (kill -STOP here; a store
+    call blocked by a frozen server, swapping) while its handler ends by
+    itself with exit 0: the verdict is the handler's own exit -- done,
+    one attempt, run exit 0 -- never "timed out" (docs/jobs.md "Looking
+    after running handlers")."""
+
+    def test_handler_exits_while_drainer_stopped(self):
+        record = os.path.join(self.sb.dir, "record")
+        handler = os.path.join(self.sb.dir, "gated.sh")
+        with open(handler, "w") as f:
+            f.write('#!/bin/sh\necho "$WEBHOOK_ID" >> "%s"\n'
+                    'n=0; while [ ! -e "%s.go" ] && [ $n -lt 300 ]; do\n'
+                    '  sleep 0.05; n=$((n+1)); done\nexit 0\n'
+                    % (record, record))
+        os.chmod(handler, 0o755)
+        self.keys.update(handler=handler, settle="0s",
+                         handler_timeout="2s")
+        write_conf(self.sb.conf, **self.keys)
+        self.srv = Lighttpd(self.sb, procs=1)
+        mid = self.new_id("stop")
+        self.assertEqual(self.deliver(mid)[0], 200)
+        with reaped(start_drain(self.sb, "run")) as d:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(record):
+                self.assertLess(time.monotonic(), deadline, "no handler")
+                time.sleep(0.02)
+            t_started = time.monotonic()
+            shells = [k for k, comm in children(d.pid).items()
+                      if comm != "webhook-guard"]
+            self.assertEqual(len(shells), 1, children(d.pid))
+            os.kill(d.pid, signal.SIGSTOP)
+            try:
+                open(record + ".go", "w").close()   # the handler ends
+                deadline = time.monotonic() + 30
+                while not group_gone(shells[0]):
+                    self.assertLess(time.monotonic(), deadline,
+                                    "the handler did not end")
+                    time.sleep(0.02)
+                # Away past the 2 s timeout, by the drainer's clock too.
+                while time.monotonic() - t_started < 3.5:
+                    time.sleep(0.05)
+            finally:
+                os.kill(d.pid, signal.SIGCONT)
+            out, err = d.communicate(timeout=60)
+            self.assertEqual(d.returncode, 0, out + err)
+        self.assertNotIn("timed out", out + err + self.log())
+        rows = self.sb.rows("SELECT state, attempts FROM events "
+                            "WHERE webhook_id = ?", (mid,))
+        self.assertEqual((rows[0]["state"], rows[0]["attempts"]),
+                         ("done", 1))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -576,6 +577,50 @@ START_TEST(wait_any_reports_the_one_that_ended)
 }
 END_TEST
 
+/*
+ * The verdict is the handler's own (docs/jobs.md "Looking after running
+ * handlers"): a
+ * handler that exited 0 while its drainer was away past the deadline
+ * (kill -STOP, swapped out, blocked in a store call) is a success, not
+ * "timed out".  Here the test is the absent drainer: it does not call
+ * handler_wait_any until the shell has exited (waitid WNOWAIT leaves it
+ * for the handler to reap) and the timeout has passed.
+ */
+START_TEST(exited_while_away_is_not_timed_out)
+{
+	struct handler_job *j;
+	struct handler_result r;
+	siginfo_t si;
+	int64_t t0 = util_mono_ns();
+
+	j = start("echo done; exit 0", "", 0, SEC / 5);
+	memset(&si, 0, sizeof si);
+	ck_assert_int_eq(waitid(P_PID, (id_t)handler_job_pid(j), &si,
+	    WEXITED | WNOWAIT), 0);
+	while (util_mono_ns() - t0 < SEC / 5 + SEC / 10)
+		usleep(20000);
+	ck_assert_int_eq(handler_wait_any(&j, 1, -1, &r), 0);
+	ck_assert_msg(handler_ok(&r), "verdict \"%s\"", r.error);
+	ck_assert_int_eq(r.timed_out, 0);
+	ck_assert_int_eq(r.exited, 1);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.error, "");
+	ck_assert_uint_eq(r.output_len, 5);
+	ck_assert_int_eq(memcmp(r.output, "done\n", 5), 0);
+
+	/* Its exit status stands whatever it is: exit 3, not "timed out". */
+	t0 = util_mono_ns();
+	j = start("exit 3", "", 0, SEC / 5);
+	ck_assert_int_eq(waitid(P_PID, (id_t)handler_job_pid(j), &si,
+	    WEXITED | WNOWAIT), 0);
+	while (util_mono_ns() - t0 < SEC / 5 + SEC / 10)
+		usleep(20000);
+	ck_assert_int_eq(handler_wait_any(&j, 1, -1, &r), 0);
+	ck_assert_int_eq(r.timed_out, 0);
+	ck_assert_str_eq(r.error, "exit 3");
+}
+END_TEST
+
 /* A job's timeout is enforced while the wait is for any job: the one
  * past its timeout is killed and reported, the other runs on. */
 START_TEST(wait_any_enforces_each_timeout)
@@ -781,6 +826,7 @@ handler_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, wait_any_reports_the_one_that_ended);
 	tcase_add_test(tc, wait_any_enforces_each_timeout);
+	tcase_add_test(tc, exited_while_away_is_not_timed_out);
 	tcase_add_test(tc, wait_any_feeds_every_stdin);
 	tcase_add_test(tc, wait_any_returns_on_a_signal);
 	tcase_add_test(tc, wait_any_zero_reads_without_waiting);

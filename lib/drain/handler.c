@@ -342,8 +342,15 @@ static int
 job_step(struct handler_job *j, const struct pollfd *p, int first,
     int64_t now)
 {
-	job_timers(j, now);
-	if (!j->reaped && (first || j->pidfd == -1 ||
+	/* The verdict is the handler's own: a shell that has already exited
+	 * is reaped before its deadline is judged.  The drainer may have been
+	 * away past the deadline -- stopped, swapped out, blocked in a store
+	 * call -- while the handler ended by itself; that is its exit status,
+	 * never "timed out" (docs/jobs.md "Looking after running handlers"). */
+	int judging = !j->reaped && j->kill_at < 0 &&
+	    now - j->start >= j->timeout_ns;
+
+	if (!j->reaped && (first || judging || j->pidfd == -1 ||
 	    (p[2].revents & (POLLIN | POLLHUP | POLLERR))) &&
 	    leader_exited(j->pid)) {
 		/* Stray processes of the group: end them (drain/handler.h); then
@@ -355,6 +362,7 @@ job_step(struct handler_job *j, const struct pollfd *p, int first,
 		j->reaped = 1;
 		j->reaped_at = now;
 	}
+	job_timers(j, now);
 	if (j->out != -1 && (j->reaped || (p[0].revents & (POLLIN | POLLHUP |
 	    POLLERR))))
 		job_read(j, now);

@@ -36,8 +36,10 @@ struct handler_result {
 	int	 exited;	/* 1: exited with `status`; 0: killed by `signal` */
 	int	 status;
 	int	 signal;
-	int	 timed_out;	/* killed by us past the timeout */
-	int64_t	 elapsed_ns;
+	int	 timed_out;	/* killed by us past the timeout; never set
+				 * for a handler that had exited by itself
+				 * when its deadline was judged */
+	int64_t	 elapsed_ns;	/* start to when its end was seen */
 	char	 output[HANDLER_OUTPUT_KEEP];	/* tail of stdout+stderr */
 	size_t	 output_len;
 	int	 output_cut;	/* more was written than kept */
