@@ -367,6 +367,42 @@ class TestDrainers(PgBase):
         self.assertEqual(self.rows("SELECT owner FROM leases"),
                          [{"owner": "another"}])
 
+    def test_try_record_while_a_run_has_the_event_in_hand(self):
+        # PostgreSQL has no run lock: a run's claim takes the object's
+        # lease.  try --record on the object's first event, in hand, is
+        # told so -- not "held behind an earlier pending event", which
+        # there is none -- and neither runs nor records anything.
+        self.serve()
+        marker = os.path.join(self.sb.dir, "running")
+        go = os.path.join(self.sb.dir, "go")
+        with open(self.handler, "w") as f:
+            f.write('cat >/dev/null; touch %s; n=0; while [ ! -e %s ] &&'
+                    ' [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done\n'
+                    % (marker, go))
+        write_conf(self.sb.conf, **dict(self.keys, handler_timeout="120s"))
+        self.deliver("first", obj_id=1)
+        d = self.drain_proc("run")
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(marker):
+                self.assertLess(time.time(), deadline, "handler never started")
+                time.sleep(0.02)
+            os.unlink(marker)
+            rc, out, err = self.drain("try", "first", "--record")
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("first is in hand: another run holds its object's"
+                          " lease", err)
+            self.assertNotIn("held behind", err)
+            self.assertFalse(os.path.exists(marker), "try ran the handler")
+            self.assertEqual(self.rows("SELECT state, attempts FROM events"),
+                             [{"state": "pending", "attempts": 1}])
+        finally:
+            open(go, "w").close()
+        out, err = d.communicate(timeout=120)
+        self.assertEqual(d.returncode, 0, err)
+        self.assertEqual(self.rows("SELECT state, attempts FROM events"),
+                         [{"state": "done", "attempts": 1}])
+
 
 class TestCheck(PgBase):
     def test_check_reports_the_server_and_never_the_password(self):

@@ -93,6 +93,37 @@ record_failure(const struct config *c, struct inbox *ib,
 }
 
 /*
+ * The claim was refused (INBOX_SKIPPED): the event changed since it was
+ * read (no longer pending, or now held behind an earlier event of its
+ * object), or another run holds its object's lease.  Read it again to
+ * tell which: a pending event first of its object whose claim was refused
+ * is one another run has in hand, never "held behind" anything.
+ */
+static enum trial_status
+skipped_why(struct inbox *ib, const char *id, struct trial_info *info,
+    struct buf *err)
+{
+	enum trial_status st;
+	struct found f;
+	int stale = 0;
+
+	memset(&f, 0, sizeof f);
+	inbox_event_init(&f.e);
+	st = load(ib, id, &f, &stale, err);
+	if (st == TRIAL_RAN || st == TRIAL_NO_BODY) {
+		memcpy(info->state, f.e.state, sizeof info->state);
+		info->blocked = f.e.blocked;
+		st = strcmp(f.e.state, "pending") == 0 && !f.e.blocked ?
+		    TRIAL_IN_HAND : TRIAL_NOT_DUE;
+	} else if (st == TRIAL_NO_EVENT) {
+		st = TRIAL_NOT_DUE;	/* forgotten meanwhile */
+		snprintf(info->state, sizeof info->state, "gone");
+	}
+	inbox_event_free(&f.e);
+	return st;
+}
+
+/*
  * try --record on the loaded event e: one hand-out as drain/drain.c's claim_loop
  * and hand_out make it (claim, refetch, handler, verdict).  Notes for a
  * person (the API's alarm) go to err with TRIAL_RAN.
@@ -114,8 +145,8 @@ record_one(const struct config *c, struct inbox *ib, struct inbox_event *e,
 	memset(r, 0, sizeof *r);
 	if (inbox_claim(ib, e, util_now_ns(), &claim, err) != INBOX_OK)
 		return TRIAL_FAILED;
-	if (claim == INBOX_SKIPPED)	/* changed since it was read */
-		return TRIAL_NOT_DUE;
+	if (claim == INBOX_SKIPPED)
+		return skipped_why(ib, e->webhook_id, info, err);
 	if (claim == INBOX_MARKED_STALE) {
 		info->recorded = TRIAL_REC_STALE;
 		return TRIAL_RAN;
@@ -352,6 +383,13 @@ trial_print(FILE *out, FILE *errf, const char *id, enum trial_status st,
 			fprintf(errf, " is held behind an earlier pending event "
 			    "of its object: a run would not hand it out; nothing "
 			    "run, nothing recorded\n");
+		break;
+	case TRIAL_IN_HAND:
+		fprintf(errf, "webhook-drain: try --record: ");
+		present_text(errf, id);
+		fprintf(errf, " is in hand: another run holds its object's lease "
+		    "and is running its handler now; nothing run, nothing "
+		    "recorded (`show ID` after that run shows its verdict)\n");
 		break;
 	case TRIAL_FAILED:
 		fprintf(errf, "webhook-drain: %s\n", err->data ? err->data : "?");

@@ -53,9 +53,12 @@ enum trial_status {
 	TRIAL_FAILED,		/* the inbox or the handler's start failed (err) */
 	/* With record only; nothing was run and nothing changed: */
 	TRIAL_LOCKED,		/* a run holds the run lock */
-	TRIAL_NOT_DUE		/* not pending, or held behind an earlier event
+	TRIAL_NOT_DUE,		/* not pending, or held behind an earlier event
 				 * of its object: a run would not hand it out
 				 * (info->state, info->blocked say which) */
+	TRIAL_IN_HAND		/* pending and first of its object, but another
+				 * run holds its object's lease (PostgreSQL):
+				 * that run has it in hand right now */
 };
 
 /*
@@ -68,7 +71,10 @@ enum trial_status {
  * record 1 (`try ID --record`): as one hand-out of a run, under the run
  * lock (TRIAL_LOCKED when a run holds it), for a pending event a run
  * would hand out now or later (TRIAL_NOT_DUE for a done, stale or dead
- * one, or one held behind its object: `requeue ID` first); the claim
+ * one, or one held behind its object: `requeue ID` first; TRIAL_IN_HAND
+ * when another run has its object in hand, the claim refused for its
+ * lease: judged by reading the event again after the refused claim, so
+ * that a person is told what is true now); the claim
  * (stale rule, attempts + 1), the refetch of a truncated event, the
  * handler, then its verdict recorded as a run records it: done, or a
  * failure with the run's backoff (dead at max_attempts).  info->recorded
