@@ -404,6 +404,41 @@ class TestDrainers(PgBase):
                          [{"state": "done", "attempts": 1}])
 
 
+class TestLogLines(PgBase):
+    def test_refusal_with_a_hint_is_one_log_line(self):
+        # A real PostgreSQL refusal carrying DETAIL and HINT lines (a
+        # trigger's RAISE): the receiver's log keeps one line per event,
+        # each with its time (README "Logs").
+        log = os.path.join(self.sb.dir, "webhook.log")
+        write_conf(self.sb.conf, **dict(self.keys, log=log))
+        self.serve()
+        self.deliver("before")
+        self.pg.psql(self.db, "CREATE FUNCTION refuse() RETURNS trigger"
+                     " LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION"
+                     " 'refused by the test' USING DETAIL = 'a detail',"
+                     " HINT = 'a hint'; END $$;"
+                     " CREATE TRIGGER refuse BEFORE INSERT ON events"
+                     " FOR EACH ROW EXECUTE FUNCTION refuse()")
+        status, _ = self.deliver("hinted", expect=None)
+        self.assertNotEqual(status, 200)
+        deadline = time.time() + 30
+        text = ""
+        while "a hint" not in text:
+            self.assertLess(time.time(), deadline, text)
+            time.sleep(0.05)
+            with open(log, errors="replace") as f:
+                text = f.read()
+        lines = text.splitlines()
+        stamped = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ webhook\.fcgi\[\d+\]: "
+        for line in lines:
+            self.assertRegex(line, stamped)
+        hinted = [l for l in lines if "a hint" in l]
+        self.assertEqual(len(hinted), 1, text)
+        self.assertIn("refused by the test", hinted[0])
+        self.assertIn("hinted", hinted[0])
+        self.assertIn("\\x0a", hinted[0])
+
+
 class TestCheck(PgBase):
     def test_check_reports_the_server_and_never_the_password(self):
         uri = self.db.replace("user=webhook", "user=webhook&password=sekrit")
