@@ -8,7 +8,8 @@
  * Properties (abort when broken):
  * - a loaded config has its required keys, every number within its row's
  *   range, every list within its cap, and relative paths resolved against
- *   the file's directory; it leaves no error text;
+ *   the file's directory; it leaves no error text; each secret line it
+ *   skipped (secret_skipped) is named as an error line is, below;
  * - a refused one leaves one line "FILE:LINE: …" or "FILE: …" and an
  *   empty config (but for `log`); LINE is a line of the input, and one
  *   refused as a section starts with '[';
@@ -198,6 +199,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0) {
 		CHECK(e[0] == '\0');
 		check_loaded(&c);
+		/* Secret lines skipped beside a loaded one: each an error
+		 * line of its own, as safe as one. */
+		for (const char *l = c.secret_skipped, *nl; l != NULL;
+		    l = nl != NULL ? nl + 1 : NULL) {
+			nl = strchr(l, '\n');
+			CHECK(strncmp(l, PATH ":", strlen(PATH ":")) == 0);
+			CHECK(strstr(l, ": secret: ") != NULL);
+			check_line(data, size, l);
+		}
+		if (c.secret_skipped != NULL)
+			check_secrets(data, size, c.secret_skipped);
 	} else {
 		CHECK(rc == -1);
 		CHECK(strncmp(e, PATH ":", strlen(PATH ":")) == 0);

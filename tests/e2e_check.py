@@ -126,6 +126,25 @@ class TestCheck(unittest.TestCase):
         self.assertIn("| `EVENT_EXTRACT_MAX` | %d KiB |" % (extract // 1024), caps)
         self.assertIn("| `EVENT_FIELD_MAX` | %d bytes |" % field, caps)
 
+    def test_bad_secret_beside_a_good_one_fails_by_its_line(self):
+        # The config loads (the receiver goes on with the good secret),
+        # and check names the line that did not, never its value.
+        self.conf(secret=["whsec_C2FVsBQIhrscChlQIMV-b5sSYspob7oD", SECRET_A])
+        rc, out = self.check()
+        self.assertEqual(rc, 1, out)
+        self.assertFinding(out, "ok", "config", "loads")
+        self.assertFinding(out, "FAIL", "secret", "secret: not standard base64")
+        self.assertFinding(out, "FAIL", "secret", "this line is not used")
+        self.assertRegex(out, r"FAIL secret: \S*webhook\.conf:2: secret: ")
+        self.assertNotIn("C2FVsBQ", out)
+
+    def test_secret_with_spare_bits_warned(self):
+        self.conf(secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr")
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        self.assertFinding(out, "WARN", "secret", "bits beyond the key's last "
+                           "byte, which are ignored")
+
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)
         rc, out = self.check()

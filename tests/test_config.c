@@ -533,6 +533,66 @@ START_TEST(bad_secret_never_shown)
 }
 END_TEST
 
+/*
+ * One secret line that cannot load is not the whole config's failure
+ * while another secret loads (docs/secrets.md): the good ones verify, the
+ * bad line is named in secret_skipped (never its value) for the
+ * receiver's log and check.  Either order; several bad lines; any other
+ * error still fails the file, and is the one reported.
+ */
+START_TEST(bad_secret_skipped_beside_a_good_one)
+{
+	static const char *bad = "whsec_MfKQ9r8GKYqrTwjU-D8ILPZIo2LaLaSw";
+	char text[1024], want[512];
+	struct load l;
+
+	snprintf(text, sizeof text, "database = /srv/a.db\nsecret = %s\n"
+	    "secret = " KAT_SECRET "\n", bad);
+	load(text, &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	ck_assert_ptr_nonnull(l.c.secret_skipped);
+	snprintf(want, sizeof want, "%s:2: secret: not standard base64 (or "
+	    "longer than 128 bytes)", l.path);
+	ck_assert_str_eq(l.c.secret_skipped, want);
+	ck_assert(!shows_secret(l.c.secret_skipped, bad));
+	load_done(&l);
+
+	snprintf(text, sizeof text, "database = /srv/a.db\nsecret = "
+	    KAT_SECRET "\nsecret = %s\nsecret = \"%s\"\nsecret = "
+	    OTHER_SECRET "\n", bad, bad);
+	load(text, &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 2);
+	ck_assert(contains(l.c.secret_skipped, ":3: secret: not standard "));
+	ck_assert(contains(l.c.secret_skipped, "\n"));
+	ck_assert(contains(l.c.secret_skipped, ":4: secret: in quotes"));
+	load_done(&l);
+
+	/* Every secret loads: nothing skipped. */
+	load(MINIMAL, &l);
+	LOADED(&l);
+	ck_assert_ptr_null(l.c.secret_skipped);
+	load_done(&l);
+
+	/* Another error fails the file, and is the error reported. */
+	snprintf(text, sizeof text, "database = /srv/a.db\nsecret = %s\n"
+	    "secret = " KAT_SECRET "\nmax_body = lots\n", bad);
+	load(text, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":4: max_body: "), "%s",
+	    err_text(&l));
+	load_done(&l);
+	snprintf(text, sizeof text, "database = /srv/a.db\nsecret = %s\n"
+	    "secret = " KAT_SECRET "\njust words\n", bad);
+	load(text, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), ":4: not a key = value line"),
+	    "%s", err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
 START_TEST(required_keys)
 {
 	struct load l;
@@ -1141,15 +1201,29 @@ START_TEST(wrong_secret_prefix)
 	char text[512];
 	struct load l;
 
+	char want[512];
+
 	for (size_t i = 0; i < NELEM(prefixes); i++) {
-		snprintf(text, sizeof text, MINIMAL "secret = %s%s\n", prefixes[i],
-		    OTHER_SECRET + 6);
+		/* The only secret: the config does not load. */
+		snprintf(text, sizeof text, "database = /srv/a.db\nsecret = %s%s\n",
+		    prefixes[i], OTHER_SECRET + 6);
 		load(text, &l);
-		FAILED_WITH(&l, ":3: secret: its prefix is not whsec_ (nor whpk_ "
+		FAILED_WITH(&l, ":2: secret: its prefix is not whsec_ (nor whpk_ "
 		    "for a public key): a typo? paste the secret as the dashboard "
 		    "shows it");
 		ck_assert_msg(!shows_secret(err_text(&l), OTHER_SECRET + 6), "%s",
 		    err_text(&l));
+		load_done(&l);
+		/* Beside one that loads: skipped, named the same way
+		 * (docs/secrets.md). */
+		snprintf(text, sizeof text, MINIMAL "secret = %s%s\n", prefixes[i],
+		    OTHER_SECRET + 6);
+		load(text, &l);
+		LOADED(&l);
+		snprintf(want, sizeof want, "%s:3: secret: its prefix is not whsec_ "
+		    "(nor whpk_ for a public key): a typo? paste the secret as the "
+		    "dashboard shows it", l.path);
+		ck_assert_str_eq(l.c.secret_skipped, want);
 		load_done(&l);
 	}
 	/* A bare base64 secret (no '_' in base64) is still read. */
@@ -1231,6 +1305,7 @@ config_suite(void)
 	tcase_add_test(tc, broken_config_keeps_its_log);
 	tcase_add_test(tc, retention_floor);
 	tcase_add_test(tc, bad_secret_never_shown);
+	tcase_add_test(tc, bad_secret_skipped_beside_a_good_one);
 	tcase_add_test(tc, required_keys);
 	tcase_add_test(tc, no_inline_comments);
 	tcase_add_test(tc, sections_refused);

@@ -50,12 +50,56 @@ signature_b64_decode(const char *s, size_t len, unsigned char *bin, size_t binma
 	return -1;
 }
 
+/* Longest secret text decoded: SIGNATURE_KEY_MAX bytes in base64. */
+#define KEY_TEXT_MAX	(4 * ((SIGNATURE_KEY_MAX + 2) / 3))
+
+/*
+ * A secret's base64 as the reference libraries decode it: the spare bits
+ * of its last character -- the 4 or 2 low bits beyond the last whole
+ * byte, which a canonical encoder leaves zero -- are ignored (Python's
+ * base64.b64decode, the JS libraries' @stablelib/base64).  Copies s[0..len)
+ * into out with those bits cleared; *spare set to 1 when any was set.
+ * Only the last data character can hold spare bits, and only when the
+ * data characters are 2 or 3 past a multiple of 4; any other length is
+ * left for the strict decoder to refuse.  -1 when longer than out.
+ */
+static int
+clear_spare_bits(const char *s, size_t len, char *out, size_t outsz,
+    int *spare)
+{
+	static const char alphabet[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t data = len;
+	const char *at;
+	unsigned mask, v;
+
+	*spare = 0;
+	if (len > outsz)
+		return -1;
+	memcpy(out, s, len);
+	while (data > 0 && len - data < 2 && out[data - 1] == '=')
+		data--;
+	if (data == 0 || (data % 4 != 2 && data % 4 != 3))
+		return 0;
+	if ((at = memchr(alphabet, out[data - 1], 64)) == NULL)
+		return 0;	/* not the alphabet: refused by the decoder */
+	v = (unsigned)(at - alphabet);
+	mask = data % 4 == 2 ? 0x0f : 0x03;
+	if (v & mask) {
+		*spare = 1;
+		out[data - 1] = alphabet[v & ~mask];
+	}
+	return 0;
+}
+
 int
 signature_key_parse(const char *text, struct signature_key *out,
     const char **why)
 {
+	char canon[KEY_TEXT_MAX];
 	unsigned char fp[8];
 	size_t len;
+	int spare;
 	long n;
 
 	memset(out, 0, sizeof *out);
@@ -72,7 +116,10 @@ signature_key_parse(const char *text, struct signature_key *out,
 		*why = "empty secret";
 		return -1;
 	}
-	n = signature_b64_decode(text, len, out->key, sizeof out->key, 1);
+	/* Longer than KEY_TEXT_MAX: more than SIGNATURE_KEY_MAX bytes. */
+	n = clear_spare_bits(text, len, canon, sizeof canon, &spare) == -1 ? -1 :
+	    signature_b64_decode(canon, len, out->key, sizeof out->key, 1);
+	sodium_memzero(canon, sizeof canon);
 	if (n <= 0) {
 		*why = n == 0 ? "secret decodes to nothing" :
 		    "not standard base64 (or longer than 128 bytes)";
@@ -84,6 +131,7 @@ signature_key_parse(const char *text, struct signature_key *out,
 		goto fail;
 	}
 	out->keylen = (size_t)n;
+	out->spare_bits = spare;
 	crypto_generichash(fp, sizeof fp, out->key, out->keylen, NULL, 0);
 	sodium_bin2hex(out->fingerprint, sizeof out->fingerprint, fp, sizeof fp);
 	return 0;

@@ -38,14 +38,22 @@ struct signature_key {
 	 * bytes of BLAKE2b(key), hex.  Stays the same when the config's lines
 	 * move, so an operator can see which secret verified an event. */
 	char			fingerprint[SIGNATURE_FP_SIZE];
+	/* 1: the text's last character carried non-zero spare bits, which
+	 * were ignored (signature_key_parse); `check` warns about it. */
+	int			spare_bits;
 };
 
 /*
  * Parse one configured `secret` value (docs/DESIGN.md "Configuration"):
  * "whsec_" + standard base64 (padded or not; the prefix is optional) of
  * 1..SIGNATURE_KEY_MAX bytes, or "whpk_" + standard base64 of a 32-byte
- * Ed25519 public key.  URL-safe alphabets, stray characters and non-zero
- * padding bits are refused (vectors: secret_urlsafe_alphabet, …).
+ * Ed25519 public key.  URL-safe alphabets and stray characters are
+ * refused (vectors: secret_urlsafe_alphabet, …).  Non-zero spare bits in
+ * the last character (the bits past the last whole byte) are ignored, as
+ * the reference libraries ignore them (Python's base64.b64decode, the JS
+ * standardwebhooks and svix): "…LaLaS" loads as "…LaLaQ" does, and
+ * out->spare_bits says so.  Signature entries stay strict
+ * (signature_verify).
  * Returns 0 and fills *out, or -1 with *why set to a static reason that
  * never contains the value.
  */

@@ -122,6 +122,7 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 {
 	struct stat sb;
 	char dir[PATH_MAX];
+	const char *p, *nl;
 	size_t i;
 
 	if (errors == 0)
@@ -137,11 +138,30 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 	if (stat(c->path, &sb) == 0 && (sb.st_mode & S_IROTH))
 		finding(k, SETUP_WARN, "config", "%s is readable by every user "
 		    "and holds the secret — chmod o-rwx %s", c->path, c->path);
-	for (i = 0; i < c->nsecrets; i++)
+	for (i = 0; i < c->nsecrets; i++) {
 		finding(k, SETUP_OK, "secret", "%s, fingerprint %s (as shown by "
 		    "`list --json`)", c->secrets[i].kind == SIGNATURE_HMAC_SHA256 ?
 		    "whsec_ HMAC-SHA256 (v1)" : "whpk_ Ed25519 public key (v1a)",
 		    c->secrets[i].fingerprint);
+		/* Loaded as the reference libraries load it, but no encoder
+		 * writes such a text: a copy whose end was changed? */
+		if (c->secrets[i].spare_bits)
+			finding(k, SETUP_WARN, "secret", "fingerprint %s: its last "
+			    "character carries bits beyond the key's last byte, "
+			    "which are ignored (as the reference libraries do); no "
+			    "encoder writes that — compare the line's end with "
+			    "the provider's dashboard", c->secrets[i].fingerprint);
+	}
+	/* A line that could not load while others did (common/config.h):
+	 * the receiver goes on with the others; a failure all the same. */
+	for (p = c->secret_skipped; p != NULL && *p != '\0'; p = nl ? nl + 1 :
+	    NULL) {
+		nl = strchr(p, '\n');
+		finding(k, SETUP_FAIL, "secret", "%.*s — this line is not used: "
+		    "the other secrets verify, a delivery signed only with this "
+		    "one gets 401; fix it or remove it",
+		    (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p);
+	}
 	if (c->max_body_bytes < 270000)
 		finding(k, SETUP_WARN, "max_body", "%lld bytes: the provider's "
 		    "bodies reach ~260 KB — raise max_body to at least 300000",

@@ -140,6 +140,14 @@ struct parse {
 	struct buf	*all;		/* config_load_all: every error after
 					 * the first, one line each; else NULL */
 	unsigned char	 seen[NKEYS];	/* 1: the key was given */
+	/* A `secret` line that cannot load is an error of its own kind
+	 * (common/config.h, config->secret_skipped): while `soft` is set,
+	 * fail() also adds its line to `skipped`; every other error counts
+	 * in `hard`. */
+	int		 soft, hard;
+	struct buf	 skipped;
+	int		 err_hard;	/* err holds an error not soft */
+	int		 hard_line;	/* the line of the first hard error */
 };
 
 /*
@@ -209,19 +217,27 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 
 	struct buf *to = p->err;
 
-	if (p->failed && p->all == NULL)
+	va_start(ap, fmt);
+	(void)vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (!p->soft && p->hard++ == 0)
+		p->hard_line = p->line;
+	else if (p->soft)
+		(void)buf_printf(&p->skipped, "%s%s:%d: %s: %s", p->skipped.len ?
+		    "\n" : "", p->path, p->line, key, what);
+	/* config_load reports one error: the first that fails the file, so
+	 * a hard error takes the place of a secret's, which may not. */
+	if (p->failed && p->all == NULL && (p->soft || p->err_hard))
 		return -1;
-	if (p->failed) {	/* config_load_all: the next line of the report */
+	if (p->failed && p->all != NULL) {	/* the next line of the report */
 		to = p->all;
 		(void)buf_printf(to, "\n");
 	} else {
 		p->failed = 1;
 		p->fail_line = p->line;
+		p->err_hard = !p->soft;
 		buf_reset(p->err);
 	}
-	va_start(ap, fmt);
-	(void)vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
 	if (key == NULL)
 		(void)buf_printf(to, "%s:%d: %s", p->path, p->line, what);
 	else
@@ -415,35 +431,41 @@ wrong_prefix(const char *v)
 	return n >= 2 && n <= 6 && v[n] == '_';
 }
 
-/* K_SECRET: one whsec_… or whpk_…, never shown in a message. */
+/* K_SECRET: one whsec_… or whpk_…, never shown in a message.  A value
+ * that cannot load fails softly (struct parse): the config still loads
+ * when another secret does (lib/program/config.h). */
 static int
 add_secret(struct parse *p, const struct key *k, const char *v)
 {
 	struct signature_key *list = FIELD(p->c, k);
 	size_t *n = COUNT(p->c, k);
 	const char *why;
+	int rc = 0;
 
-	if (strpbrk(v, " \t") != NULL)
-		return fail(p, k->name, "contains a space: a comment must be "
-		    "on a line of its own");
 	if (*n == (size_t)k->max)
 		return fail(p, k->name, "more than %lld %s", (long long)k->max,
 		    k->text);
+	p->soft = 1;
+	if (strpbrk(v, " \t") != NULL)
+		rc = fail(p, k->name, "contains a space: a comment must be "
+		    "on a line of its own");
 	/* The two commonest pastes get their name, not "not base64". */
-	if (*v == '"' || *v == '\'')
-		return fail(p, k->name, "in quotes: values are written without "
+	else if (*v == '"' || *v == '\'')
+		rc = fail(p, k->name, "in quotes: values are written without "
 		    "them (secret = whsec_...)");
-	if (strstr(v, "REPLACE_WITH") != NULL)
-		return fail(p, k->name, "still the example's placeholder: paste "
+	else if (strstr(v, "REPLACE_WITH") != NULL)
+		rc = fail(p, k->name, "still the example's placeholder: paste "
 		    "the endpoint secret from the provider's dashboard");
-	if (wrong_prefix(v))
-		return fail(p, k->name, "its prefix is not whsec_ (nor whpk_ for "
+	else if (wrong_prefix(v))
+		rc = fail(p, k->name, "its prefix is not whsec_ (nor whpk_ for "
 		    "a public key): a typo? paste the secret as the dashboard "
 		    "shows it");
-	if (signature_key_parse(v, &list[*n], &why) == -1)
-		return fail(p, k->name, "%s", why);
-	(*n)++;
-	return 0;
+	else if (signature_key_parse(v, &list[*n], &why) == -1)
+		rc = fail(p, k->name, "%s", why);
+	else
+		(*n)++;
+	p->soft = 0;
+	return rc;
 }
 
 /* K_RESOURCE: "TYPE PATH", one space between. */
@@ -581,9 +603,14 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse *p = user;
 
+	int hard = p->hard;
+
 	if (section[0] != '\0')	/* its section line was refused */
 		return 0;
-	return set_key(p, name, value != NULL ? value : "") == 0;
+	/* A secret's soft error is no error to inih: the line it reports is
+	 * then a hard error's, ours or its own. */
+	return set_key(p, name, value != NULL ? value : "") == 0 ||
+	    p->hard == hard;
 }
 
 static int parse_text(const char *, const char *, size_t, struct config *,
@@ -645,6 +672,7 @@ parse_text(const char *path, const char *text, size_t len,
 	p.path = path;
 	p.err = err;
 	p.all = all;
+	buf_init(&p.skipped, CONFIG_FILE_MAX);
 	buf_reset(err);
 
 	if ((c->path = strdup(path)) == NULL) {
@@ -682,10 +710,29 @@ parse_text(const char *path, const char *text, size_t len,
 	}
 	/* A line that is not key = value (inih's own error, with no call of
 	 * on_pair) before any error of ours is the first error. */
-	if (line > 0 && (!p.failed || line < p.fail_line)) {
+	/* inih's own error (a line that is not key = value, which reaches no
+	 * on_pair) when it is not the line of our first hard error: inih
+	 * reports the first line that failed, so an earlier one is its own. */
+	if (line > 0 && (p.hard == 0 || line < p.hard_line) &&
+	    (!p.failed || line < p.fail_line || !p.err_hard)) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s:%d: not a key = value line", path, line);
 		goto out;
+	}
+	/* Only secret lines failed and another secret loaded: the config
+	 * loads; the lines that did not are kept for the receiver's log and
+	 * check (common/config.h, secret_skipped). */
+	if (p.failed && p.hard == 0 && c->nsecrets > 0) {
+		if ((c->secret_skipped = strdup(p.skipped.data ?
+		    p.skipped.data : "")) == NULL) {
+			buf_reset(err);
+			(void)buf_printf(err, "%s: out of memory", path);
+			goto out;
+		}
+		p.failed = 0;
+		buf_reset(err);
+		if (all != NULL)
+			buf_reset(all);
 	}
 	if (p.failed && all == NULL)
 		goto out;
@@ -703,6 +750,7 @@ parse_text(const char *path, const char *text, size_t len,
 		goto out;
 	rc = 0;
 out:
+	buf_free(&p.skipped);
 	if (rc == -1 && all == NULL) {
 		/* Keep `log`: the caller reports the error where the operator
 		 * looks (program/config.h).  config_load_all keeps every key that
@@ -742,6 +790,7 @@ config_free(struct config *c)
 	size_t i;
 
 	free(c->path);
+	free(c->secret_skipped);
 	for (k = keys; k < keys + NKEYS; k++)
 		if (k->kind == K_STRING || k->kind == K_PATH || k->kind == K_URL)
 			free(*(char **)FIELD(c, k));

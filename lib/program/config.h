@@ -43,6 +43,13 @@ struct config {
 	char			*database;	/* owned */
 	struct signature_key	 secrets[SIGNATURE_KEYS_MAX];
 	size_t			 nsecrets;
+	/* `secret` lines that could not load while another did (owned; NULL
+	 * when every one loaded): "file:line: secret: why" each, '\n' between,
+	 * never a value.  Such a line is skipped, not fatal: the secrets that
+	 * loaded still verify (deliveries signed only with the skipped one
+	 * get 401), the receiver logs each line when it loads the config,
+	 * and `check` names each as a failure (docs/secrets.md). */
+	char			*secret_skipped;
 	/* Defaults and ranges: the table in program/config.c
 	 * (docs/DESIGN.md "Configuration"). */
 	int64_t			 tolerance_s;	/* |now - webhook-timestamp| */
@@ -103,6 +110,8 @@ int	config_wants_refetch(const struct config *c, const char *type,
  * names one (any line of it: the error goes where the operator reads;
  * config_free it).  `database` and at least one
  * usable `secret` are required; `handler` is checked by the drainer.
+ * A `secret` line that cannot load fails the file only when no other
+ * secret loads; else it is skipped and named in c->secret_skipped.
  */
 int	config_load(const char *path, struct config *c, struct buf *err)
 	    __attribute__((warn_unused_result));

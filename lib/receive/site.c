@@ -3,6 +3,7 @@
  * the inbox a config names — receive/site.h.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,23 @@ same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* Each `secret` line the config skipped (common/config.h), one log line
+ * each, once per load: the other secrets verify, so the receiver goes on
+ * answering, but a delivery signed only with that secret gets 401. */
+static void
+log_skipped_secrets(const struct config *c)
+{
+	const char *p = c->secret_skipped, *nl;
+
+	while (p != NULL && *p != '\0') {
+		nl = strchr(p, '\n');
+		log_msg("config: %.*s (this secret is not used; the other %zu "
+		    "verify -- `webhook-drain check` names it)",
+		    (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p, c->nsecrets);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
 /* A new site for the config at `path` (identity `sb`), with the cache's
  * reference; NULL when out of memory.  Called under c->mu. */
 static struct site *
@@ -118,6 +136,8 @@ site_load(struct site_cache *c, const char *path, const struct stat *sb,
 	if (!st->conf_ok)
 		log_msg("config: %s (answering 503 until it is fixed)",
 		    err->data);
+	else
+		log_skipped_secrets(&st->conf);
 	return st;
 }
 
