@@ -152,7 +152,7 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 			    "encoder writes that — compare the line's end with "
 			    "the provider's dashboard", c->secrets[i].fingerprint);
 	}
-	/* A line that could not load while others did (common/config.h):
+	/* A line that could not load while others did (lib/program/config.h):
 	 * the receiver goes on with the others; a failure all the same. */
 	for (p = c->secret_skipped; p != NULL && *p != '\0'; p = nl ? nl + 1 :
 	    NULL) {

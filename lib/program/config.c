@@ -141,7 +141,7 @@ struct parse {
 					 * the first, one line each; else NULL */
 	unsigned char	 seen[NKEYS];	/* 1: the key was given */
 	/* A `secret` line that cannot load is an error of its own kind
-	 * (common/config.h, config->secret_skipped): while `soft` is set,
+	 * (lib/program/config.h, config->secret_skipped): while `soft` is set,
 	 * fail() also adds its line to `skipped`; every other error counts
 	 * in `hard`. */
 	int		 soft, hard;
@@ -721,7 +721,7 @@ parse_text(const char *path, const char *text, size_t len,
 	}
 	/* Only secret lines failed and another secret loaded: the config
 	 * loads; the lines that did not are kept for the receiver's log and
-	 * check (common/config.h, secret_skipped). */
+	 * check (lib/program/config.h, secret_skipped). */
 	if (p.failed && p.hard == 0 && c->nsecrets > 0) {
 		if ((c->secret_skipped = strdup(p.skipped.data ?
 		    p.skipped.data : "")) == NULL) {

@@ -93,7 +93,7 @@ same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Each `secret` line the config skipped (common/config.h), one log line
+/* Each `secret` line the config skipped (lib/program/config.h), one log line
  * each, once per load: the other secrets verify, so the receiver goes on
  * answering, but a delivery signed only with that secret gets 401. */
 static void
