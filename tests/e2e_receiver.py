@@ -352,7 +352,7 @@ class TestMisconfigured(ReceiverBase):
         self.assertEqual(self.sb.count(), 1)
         log = self.wait_log("this secret is not used")
         self.assertRegex(log, r"webhook\.conf:1: secret: not standard base64"
-                         r".*this secret is not used; the other 1 verify")
+                         r".*this secret is not used; 1 other verifies")
         self.assertNotIn("C2FVsBQIhrscChlQIMV", log)
         self.assertNotIn("503", log)
 

@@ -103,9 +103,10 @@ log_skipped_secrets(const struct config *c)
 
 	while (p != NULL && *p != '\0') {
 		nl = strchr(p, '\n');
-		log_msg("config: %.*s (this secret is not used; the other %zu "
-		    "verify -- `webhook-drain check` names it)",
-		    (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p, c->nsecrets);
+		log_msg("config: %.*s (this secret is not used; %zu other%s "
+		    "verif%s -- `webhook-drain check` names it)",
+		    (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p, c->nsecrets,
+		    c->nsecrets == 1 ? "" : "s", c->nsecrets == 1 ? "ies" : "y");
 		p = nl ? nl + 1 : NULL;
 	}
 }
