@@ -519,8 +519,10 @@ class TestOperator(DrainBase):
         write_conf(self.sb.conf, **dict(self.keys, handler=
                    "cat >/dev/null; env >> \"$RECORD.env\"; sleep 1"))
         self.deliver("lk1", obj_id=1)
+        # The drainer's own WEBHOOK_* never reach a real event's handler:
+        # the API token, and WEBHOOK_TEST (check --handler's mark only).
         env = dict(os.environ, RECORD=self.record, WEBHOOK_API_TOKEN="tok_secret",
-                   **self.sb.env())
+                   WEBHOOK_TEST="1", **self.sb.env())
         runs = [subprocess.Popen([DRAIN, "-c", c, "run"], env=env)
                 for c in (self.sb.conf, other)]
         for r in runs:
@@ -530,6 +532,7 @@ class TestOperator(DrainBase):
             handler_env = f.read()
         self.assertIn("WEBHOOK_ID=lk1", handler_env)
         self.assertNotIn("tok_secret", handler_env)
+        self.assertNotIn("WEBHOOK_TEST=", handler_env)
 
     def test_relative_handler_runs_from_the_config_directory(self):
         h = os.path.join(self.sb.dir, "h.sh")

@@ -342,13 +342,22 @@ class TestPackage(unittest.TestCase):
                 self.assertEqual(f.read().split(),
                                  ["/etc/logrotate.d/webhook-inbox"])
             # Nothing started, now or at an upgrade; nothing stopped at an
-            # upgrade (the receiver replaces itself).
+            # upgrade (the receiver replaces itself) -- but everything at a
+            # removal: prerm's one stop is under `remove` alone.
             for s in ("preinst", "postinst", "prerm", "postrm"):
                 p = os.path.join(ctl, s)
                 if not os.path.exists(p):
                     continue
                 with open(p) as f:
                     text = f.read()
+                if s == "prerm":
+                    stop = re.search(r'if \[ "\$1" = remove \][^\n]*\n'
+                                     r'\tdeb-systemd-invoke stop webhook-fcgi'
+                                     r'\.socket webhook-fcgi\.service \\\n'
+                                     r'\s*webhook-drain\.timer '
+                                     r'webhook-drain\.service', text)
+                    self.assertIsNotNone(stop, "prerm stops nothing on remove")
+                    text = text[:stop.start()] + text[stop.end():]
                 self.assertNotRegex(
                     text, r"deb-systemd-invoke (start|restart|stop)"
                     r"|systemctl [^\n]*(start|restart|enable)", s)

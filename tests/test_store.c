@@ -1295,6 +1295,61 @@ START_TEST(forget_keeps_clocks)
 }
 END_TEST
 
+/*
+ * An operator forgets an event while its handler runs, and the provider's
+ * replay of it is stored before the verdict: the verdict is not recorded
+ * on the replay (another event, received later), which is handed out as
+ * new; a done verdict still advances the object's clocks (the handler
+ * applied that version).  A failed one changes nothing at all.
+ */
+START_TEST(verdict_after_forget_and_replay)
+{
+	struct timespec ms = { 0, 2 * 1000000 };
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox_event e;
+	struct snap s;
+	int dead = 1;
+
+	inbox_event_init(&e);
+	store("r", "t", AT("11:00:00"), "order", "R", NULL);
+	take("r", t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	ck_assert_int_eq(forget("r"), 1);
+	nanosleep(&ms, NULL);		/* a later received_at for the replay */
+	store("r", "t", AT("11:00:00"), "order", "R", NULL);
+	ck_assert_int_eq(inbox_finish_done(ib, &e, t, "ok", 2, &err),
+	    INBOX_LOST);
+	get("r", &s);
+	ck_assert_str_eq(s.state, "pending");
+	ck_assert_int_eq(s.attempts, 0);
+	snap_free(&s);
+	ck_assert_str_eq(object_clocks("order", "R"),
+	    "2026-03-01T11:00:00.000000000Z <null>");
+	/* The replay, equal to the clock, goes out. */
+	ck_assert_int_eq(take_claim("r", t, 0), INBOX_CLAIMED);
+	inbox_event_free(&e);
+
+	/* The same with a failure: nothing recorded, nothing moved. */
+	inbox_event_init(&e);
+	store("f", "t", AT("12:00:00"), "order", "F", NULL);
+	take("f", t, &e);
+	ck_assert_int_eq(claim(&e, t), INBOX_CLAIMED);
+	ck_assert_int_eq(forget("f"), 1);
+	nanosleep(&ms, NULL);
+	store("f", "t", AT("12:00:00"), "order", "F", NULL);
+	ck_assert_int_eq(fixture_fail(ib, &e, t, SEC, 1, "exit 1", NULL, 0,
+	    &dead, &err), INBOX_LOST);
+	ck_assert_int_eq(dead, 0);
+	ck_assert_int_eq(inbox_finish_stale(ib, &e, t, &err), INBOX_LOST);
+	get("f", &s);
+	ck_assert_str_eq(s.state, "pending");
+	ck_assert_int_eq(s.failures, 0);
+	snap_free(&s);
+	ck_assert_str_eq(object_clocks("order", "F"), "<none>");
+	inbox_event_free(&e);
+}
+END_TEST
+
 /* ==== list, count ========================================================= */
 
 START_TEST(list_filters)
@@ -1801,6 +1856,7 @@ add_engine(Suite *s, enum engine en, void (*setup)(void))
 	ADD(tc, max_attempts_one);
 	ADD(tc, requeue_filters);
 	ADD(tc, forget_keeps_clocks);
+	ADD(tc, verdict_after_forget_and_replay);
 
 	tc = group(s, eng, "list", setup, 0);
 	ADD(tc, list_filters);

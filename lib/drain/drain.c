@@ -175,6 +175,10 @@ drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf
 	env[n++] = (struct handler_env){ "WEBHOOK_STALE", stale ? "1" : NULL };
 	/* The API token is the drainer's, not the handler's to print. */
 	env[n++] = (struct handler_env){ "WEBHOOK_API_TOKEN", NULL };
+	/* Only check --handler's synthetic event is a test: one in the
+	 * drainer's own environment must not reach a real event's handler,
+	 * which may skip test events. */
+	env[n++] = (struct handler_env){ "WEBHOOK_TEST", NULL };
 	env[n++] = (struct handler_env){ "WEBHOOK_REFETCHED",
 	    rf == REFETCH_OK ? "1" : NULL };
 	env[n++] = (struct handler_env){ "WEBHOOK_OBJECT_GONE",
@@ -301,7 +305,7 @@ hand_out(struct run *run, int i, int stale)
 	struct slot *sl = &run->slots[i];
 	struct inbox_event *e = &sl->e;
 	struct handler_result r;
-	struct handler_env env[16];
+	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
 	char attempt[32];
 	struct buf err, why, alarm;
 	enum refetch_result rf;

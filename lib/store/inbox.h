@@ -314,12 +314,16 @@ enum inbox_status inbox_claim(struct inbox *ib, struct inbox_event *e,
  * the tail of the handler's output (may be NULL).  Failed: see
  * struct inbox_failure.
  *
- * A verdict records only for an event that is still pending and still
- * this drainer's (SQLite: its run holds the run lock; PostgreSQL: this
- * connection's lease from inbox_claim).  Otherwise — the event was
- * forgotten or finished meanwhile, or another drainer took its object
- * over after the lease expired — nothing is recorded, not even the
- * object's clocks, and the call returns INBOX_LOST, on both engines.
+ * A verdict records only on the very row claimed (the same webhook_id
+ * and received_at: a replay stored after a forget is another event),
+ * still pending, and only while it is this drainer's (SQLite: its run
+ * holds the run lock; PostgreSQL: this connection's lease from
+ * inbox_claim).  Otherwise nothing is recorded on any event and the call
+ * returns INBOX_LOST, on both engines — with one exception: a done
+ * verdict whose row was forgotten while the handler ran, by a drainer
+ * that still holds the object, still advances the object's clocks, since
+ * the handler did apply that version (an older event stored later must
+ * be stale; forget leaves clocks as they are).
  */
 enum inbox_status inbox_finish_done(struct inbox *ib, const struct inbox_event *e,
 	    int64_t now_ns, const void *output, size_t output_len,

@@ -343,6 +343,23 @@ fenced(struct inbox_pg *ib, const char *sql, const struct px_params *p,
 	return s;
 }
 
+/* The lease was ours, but the event's row is no longer the one claimed
+ * (forgotten meanwhile, maybe stored again by a replay): its verdict is
+ * not recorded (store/inbox.h, the finish_* calls). */
+static enum inbox_status
+row_gone(struct inbox_pg *ib, PGresult *r, int col, const char *what,
+    struct buf *err)
+{
+	int gone = strcmp(PQgetvalue(r, 0, col), "t") != 0;
+
+	PQclear(r);
+	if (!gone)
+		return INBOX_OK;
+	return px_fail(ib, err, INBOX_LOST, what, "the event was forgotten "
+	    "while its handler ran (a replay stored since is another event): "
+	    "its verdict is not recorded");
+}
+
 static void
 bind_output(struct px_params *p, const void *output, size_t len)
 {
@@ -372,15 +389,15 @@ inbox_pg_finish_stale(struct inbox *pib, const struct inbox_event *e,
 	if (px_instant(&p, now_ns, now) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "marking stale",
 		    "clock out of range");
+	px_raw(&p, e->received_at);
 	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET state = 'stale',"
 	    "  finished_at = $6, requeued = 0"
-	    "  WHERE webhook_id = $5 AND state = 'pending'"
+	    "  WHERE webhook_id = $5 AND received_at = $7 AND state = 'pending'"
 	    "  AND EXISTS (SELECT 1 FROM l) RETURNING 1)"
-	    " SELECT EXISTS (SELECT 1 FROM l)", &p, &r, "marking stale",
-	    err)) != INBOX_OK)
+	    " SELECT EXISTS (SELECT 1 FROM l), EXISTS (SELECT 1 FROM u)", &p,
+	    &r, "marking stale", err)) != INBOX_OK)
 		return s;
-	PQclear(r);
-	return INBOX_OK;
+	return row_gone(ib, r, 1, "marking stale", err);
 }
 
 enum inbox_status
@@ -404,14 +421,18 @@ inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
 	px_raw(&p, object ? e->object_id : NULL);
 	px_text(&p, instant_later(e->created_at, e->object_version));
 	px_text(&p, instant_later(e->updated_at, e->object_version));
+	px_raw(&p, e->received_at);
 	/* The object's clocks only move forward (greatest() ignores NULLs).
 	 * They are written once the event row is (o waits for all of u:
 	 * lease, event, object, as before), whether or not the row is still
-	 * there (an operator's forget while it ran). */
+	 * the one claimed: the handler did apply this version of the object
+	 * (an operator's forget while it ran leaves the clocks, as forget
+	 * does), so an older event stored later is stale. */
 	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET state = 'done',"
 	    "  finished_at = $6, requeued = 0, last_error = NULL,"
 	    "  last_output = $7::bytea"
-	    "  WHERE webhook_id = $5 AND EXISTS (SELECT 1 FROM l) RETURNING 1),"
+	    "  WHERE webhook_id = $5 AND received_at = $12 AND state = 'pending'"
+	    "  AND EXISTS (SELECT 1 FROM l) RETURNING 1),"
 	    " o AS (INSERT INTO objects (object_type, object_id,"
 	    "  done_created_at, done_updated_at, done_at)"
 	    "  SELECT $8, $9, $10, $11, $6 FROM l WHERE $8::text IS NOT NULL"
@@ -422,11 +443,10 @@ inbox_pg_finish_done(struct inbox *pib, const struct inbox_event *e,
 	    "  done_updated_at = greatest(objects.done_updated_at,"
 	    "   excluded.done_updated_at),"
 	    "  done_at = excluded.done_at)"
-	    " SELECT EXISTS (SELECT 1 FROM l)", &p, &r, "marking done",
-	    err)) != INBOX_OK)
+	    " SELECT EXISTS (SELECT 1 FROM l), EXISTS (SELECT 1 FROM u)", &p,
+	    &r, "marking done", err)) != INBOX_OK)
 		return s;
-	PQclear(r);
-	return INBOX_OK;
+	return row_gone(ib, r, 1, "marking done", err);
 }
 
 enum inbox_status
@@ -449,6 +469,7 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	    px_instant(&p, f->now_ns + f->retry_ns, next) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "recording a failure",
 		    "clock out of range");
+	px_raw(&p, e->received_at);
 	if ((s = fenced(ib, FENCED ", u AS (UPDATE events SET"
 	    "  failures = failures + 1, last_error = $6,"
 	    "  first_error = coalesce(first_error, $6),"
@@ -460,14 +481,14 @@ inbox_pg_finish_failed(struct inbox *pib, const struct inbox_event *e,
 	    "  finished_at = CASE WHEN failures + 1 >= $8::bigint THEN $9"
 	    "   ELSE NULL END,"
 	    "  next_at = $10"
-	    "  WHERE webhook_id = $5 AND state = 'pending'"
+	    "  WHERE webhook_id = $5 AND received_at = $11 AND state = 'pending'"
 	    "  AND EXISTS (SELECT 1 FROM l) RETURNING state = 'dead' AS dead)"
 	    " SELECT EXISTS (SELECT 1 FROM l), coalesce((SELECT dead FROM u),"
-	    "  false)", &p, &r, "recording a failure", err)) != INBOX_OK)
+	    "  false), EXISTS (SELECT 1 FROM u)", &p, &r, "recording a failure",
+	    err)) != INBOX_OK)
 		return s;
 	f->dead = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
-	PQclear(r);
-	return INBOX_OK;
+	return row_gone(ib, r, 2, "recording a failure", err);
 }
 
 enum inbox_status

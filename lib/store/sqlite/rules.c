@@ -314,16 +314,24 @@ bind_output(sqlite3_stmt *st, int i, const void *output, size_t len)
 }
 
 /*
- * A verdict whose event is no longer pending (forgotten, or finished by
- * another hand meanwhile) records nothing: roll back, INBOX_LOST, as the
+ * A verdict whose event row is no longer the one claimed — forgotten
+ * meanwhile (a replay stored since has a later received_at), or finished
+ * by another hand — records nothing on it: roll back, INBOX_LOST, as the
  * PostgreSQL engine answers a verdict whose lease is gone (store/inbox.h,
- * the finish_* calls).
+ * the finish_* calls).  The rows are told apart by (webhook_id,
+ * received_at), never by rowid, which SQLite may give a new row again.
  */
 static enum inbox_status
-not_pending(struct inbox *ib, sqlite3_stmt *st)
+not_claimed(struct inbox *ib, sqlite3_stmt *st, struct buf *err)
 {
-	sqlite3_finalize(st);
-	ib_rollback(ib);
+	if (st != NULL) {
+		sqlite3_finalize(st);
+		ib_rollback(ib);
+	}
+	buf_reset(err);
+	(void)buf_printf(err, "%s: the event was forgotten or finished while "
+	    "its handler ran (a replay stored since is another event): its "
+	    "verdict is not recorded", ib->path);
 	return INBOX_LOST;
 }
 
@@ -339,14 +347,15 @@ inbox_sqlite_finish_stale(struct inbox *ib, const struct inbox_event *e,
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
 	    "UPDATE events SET state = 'stale', finished_at = ?2, requeued = 0"
-	    " WHERE webhook_id = ?1 AND state = 'pending'", -1, &st,
-	    NULL)) != SQLITE_OK ||
+	    " WHERE webhook_id = ?1 AND received_at = ?3 AND state = 'pending'",
+	    -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
+	    (rc = ib_bind_text(st, 3, e->received_at)) != SQLITE_OK ||
 	    (rc = ib_run(ib, st)) != SQLITE_OK)
 		return ib_txn_fail(ib, st, err, "marking stale", rc);
 	if (sqlite3_changes(ib->db) == 0)
-		return not_pending(ib, st);
+		return not_claimed(ib, st, err);
 	return ib_txn_commit(ib, st, err, "marking stale");
 }
 
@@ -356,23 +365,26 @@ inbox_sqlite_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t 
 {
 	sqlite3_stmt *st = NULL;
 	char now[INSTANT_SIZE];
-	int rc;
+	int rc, recorded;
 
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db,
 	    "UPDATE events SET state = 'done', finished_at = ?2, requeued = 0,"
 	    " last_error = NULL, last_output = ?3"
-	    " WHERE webhook_id = ?1 AND state = 'pending'",
+	    " WHERE webhook_id = ?1 AND received_at = ?4 AND state = 'pending'",
 	    -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 2, now_ns, now)) != SQLITE_OK ||
 	    (rc = bind_output(st, 3, output, output_len)) != SQLITE_OK ||
+	    (rc = ib_bind_text(st, 4, e->received_at)) != SQLITE_OK ||
 	    (rc = ib_run(ib, st)) != SQLITE_OK)
 		goto fail;
-	/* Not pending any more: its object's clocks do not move either. */
-	if (sqlite3_changes(ib->db) == 0)
-		return not_pending(ib, st);
+	/* The row gone (forgotten while the handler ran): the verdict is not
+	 * recorded, but the object's clocks below still move, since the
+	 * handler did apply this version (forget leaves clocks as they are;
+	 * an older event stored later must be stale). */
+	recorded = sqlite3_changes(ib->db) > 0;
 	sqlite3_finalize(st);
 	st = NULL;
 	if (e->object_id != NULL && e->object_type != NULL) {
@@ -405,7 +417,7 @@ inbox_sqlite_finish_done(struct inbox *ib, const struct inbox_event *e, int64_t 
 	}
 	if ((rc = ib_commit(ib)) != SQLITE_OK)
 		goto fail;
-	return INBOX_OK;
+	return recorded ? INBOX_OK : not_claimed(ib, NULL, err);
 fail:
 	return ib_txn_fail(ib, st, err, "marking done", rc);
 }
@@ -433,18 +445,19 @@ inbox_sqlite_finish_failed(struct inbox *ib, const struct inbox_event *e,
 	    " state = CASE WHEN failures + 1 >= ?4 THEN 'dead' ELSE state END,"
 	    " finished_at = CASE WHEN failures + 1 >= ?4 THEN ?5 ELSE NULL END,"
 	    " next_at = ?6"
-	    " WHERE webhook_id = ?1 AND state = 'pending'"
+	    " WHERE webhook_id = ?1 AND received_at = ?7 AND state = 'pending'"
 	    " RETURNING state = 'dead'", -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 1, e->webhook_id)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 2, f->error)) != SQLITE_OK ||
 	    (rc = bind_output(st, 3, f->output, f->output_len)) != SQLITE_OK ||
 	    (rc = sqlite3_bind_int64(st, 4, f->max_attempts)) != SQLITE_OK ||
 	    (rc = ib_bind_instant(st, 5, f->now_ns, now)) != SQLITE_OK ||
-	    (rc = ib_bind_instant(st, 6, f->now_ns + f->retry_ns, next)) != SQLITE_OK)
+	    (rc = ib_bind_instant(st, 6, f->now_ns + f->retry_ns, next)) != SQLITE_OK ||
+	    (rc = ib_bind_text(st, 7, e->received_at)) != SQLITE_OK)
 		return ib_txn_fail(ib, st, err, "recording a failure", rc);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
-		return not_pending(ib, st);
+		return not_claimed(ib, st, err);
 	if (rc == SQLITE_ROW) {
 		f->dead = sqlite3_column_int(st, 0);
 		rc = sqlite3_step(st);
