@@ -464,6 +464,38 @@ class TestCheck(PgBase):
         self.assertRegex(out, r"FAIL database: this role cannot write every "
                          r"table: .*permission denied")
 
+    def test_uri_that_does_not_parse_is_never_echoed(self):
+        # A bad percent escape in the password: libpq's own message quotes
+        # the token ("invalid percent-encoded token: ..."); ours names the
+        # kind of problem only -- in check, every drainer command, the
+        # receiver's log and the report page.
+        uri = self.db.replace("postgresql://", "postgresql://webhook:PWbad%zz@")
+        write_conf(self.sb.conf, **dict(self.keys, database=uri))
+        seen = []
+        rc, out, err = self.drain("check")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("does not parse", out + err)
+        seen.append(out + err)
+        report = os.path.join(self.sb.dir, "report")
+        for args in (["run"], ["status"], ["list"], ["purge"],
+                     ["report", "--out", report], ["show", "x"]):
+            rc, out, err = self.drain(*args)
+            self.assertNotEqual(rc, 0, (args, out, err))
+            seen.append(out + err)
+        self.serve()
+        status, _ = self.deliver("bad_uri", expect=None)
+        self.assertEqual(status, 503)
+        time.sleep(0.2)
+        seen.append(self.srv.log() + self.sb_log())
+        self.assertIn("does not parse", seen[-1])
+        if os.path.isdir(report):
+            for name in os.listdir(report):
+                with open(os.path.join(report, name), errors="replace") as f:
+                    seen.append(f.read())
+        for text in seen:
+            self.assertNotIn("PWbad", text)
+            self.assertNotIn("%zz", text)
+
     def test_role_that_may_only_read_gets_503_never_200(self):
         # e2e_receiver's read-only database, PostgreSQL's way: a role
         # without INSERT.  The schema exists (made by the owner).

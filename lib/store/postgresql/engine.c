@@ -59,7 +59,12 @@ on_notice(void *arg, const PGresult *r)
 }
 
 /* The database as messages name it: the URI's parts without a password
- * (PQconninfoParse), e.g. "postgresql (host=/run/pg dbname=inbox)". */
+ * (PQconninfoParse), e.g. "postgresql (host=/run/pg dbname=inbox)".  A
+ * URI libpq cannot parse gets our own message, naming the kind of
+ * problem only: libpq's quotes the offending token, which may be the
+ * password ("invalid percent-encoded token: \"PW%zz\""), and messages
+ * reach check, the drainer's output, the receiver's log and the report
+ * (docs/postgresql.md, "Connecting"). */
 static char *
 redacted_name(const char *uri, struct buf *err)
 {
@@ -70,11 +75,15 @@ redacted_name(const char *uri, struct buf *err)
 
 	if ((opts = PQconninfoParse(uri, &errmsg)) == NULL) {
 		buf_reset(err);
-		(void)buf_printf(err, "database: not a valid PostgreSQL URI: %s",
-		    errmsg != NULL ? errmsg : "out of memory");
+		if (errmsg == NULL)
+			(void)buf_printf(err, "database: out of memory");
+		else
+			(void)buf_printf(err, "database: the postgresql:// URI "
+			    "does not parse (a bad percent escape, a query "
+			    "parameter without '=', an unknown parameter?); "
+			    "libpq's message is not shown: it quotes the URI, "
+			    "password and all");
 		PQfreemem(errmsg);
-		if (err->len > 0 && err->data[err->len - 1] == '\n')
-			err->data[--err->len] = '\0';
 		return NULL;
 	}
 	buf_init(&b, 4096);
@@ -98,6 +107,29 @@ redacted_name(const char *uri, struct buf *err)
 		(void)buf_printf(err, "database: out of memory");
 	}
 	return s;
+}
+
+/* libpq's message about a connection attempt, without the password:
+ * libpq does not mean to quote it, but its messages quote option values
+ * (a host name, an sslmode) and this is where a slip would leak it. */
+static enum inbox_status
+connect_fail(struct inbox_pg *ib, const char *uri, struct buf *err,
+    enum inbox_status st, const char *msg)
+{
+	PQconninfoOption *opts, *o;
+	const char *pw = NULL;
+	enum inbox_status r;
+
+	opts = PQconninfoParse(uri, NULL);
+	for (o = opts; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
+		    *o->val != '\0')
+			pw = o->val;
+	if (pw != NULL && msg != NULL && strstr(msg, pw) != NULL)
+		msg = "libpq's message quoted the connection string (not shown)";
+	r = px_fail(ib, err, st, "cannot connect", msg);
+	PQconninfoFree(opts);
+	return r;
 }
 
 char *
@@ -137,11 +169,11 @@ connect_db(struct inbox_pg *ib, const char *uri, int64_t deadline,
 		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
 		    "out of memory");
 	if (PQstatus(ib->conn) == CONNECTION_BAD)
-		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+		return connect_fail(ib, uri, err, INBOX_FAILED,
 		    PQerrorMessage(ib->conn));
 	while (ps != PGRES_POLLING_OK) {
 		if (ps == PGRES_POLLING_FAILED)
-			return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+			return connect_fail(ib, uri, err, INBOX_FAILED,
 			    PQerrorMessage(ib->conn));
 		if ((left = deadline - util_mono_ns()) <= 0)
 			return px_fail(ib, err, INBOX_BUSY, "cannot connect",
@@ -158,7 +190,7 @@ connect_db(struct inbox_pg *ib, const char *uri, int64_t deadline,
 	}
 	PQsetNoticeReceiver(ib->conn, on_notice, ib);
 	if (PQsetnonblocking(ib->conn, 1) == -1)
-		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+		return connect_fail(ib, uri, err, INBOX_FAILED,
 		    PQerrorMessage(ib->conn));
 	return INBOX_OK;
 }
