@@ -349,8 +349,15 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
 	ib->lease_ns = o->lease_ns > 0 ? o->lease_ns : INBOX_LEASE_DEFAULT_NS;
-	deadline = o->deadline != 0 ? o->deadline : now + (ib->busy_timeout_ns >
-	    CONNECT_WAIT_NS ? ib->busy_timeout_ns : CONNECT_WAIT_NS);
+	/* A receiver's open waits until its request's deadline or
+	 * busy_timeout, whichever is first (README: a 503 within
+	 * busy_timeout; it took the request's 10 s); a drainer's, with no
+	 * deadline, at least CONNECT_WAIT_NS. */
+	deadline = now + ib->busy_timeout_ns;
+	if (o->deadline != 0 && o->deadline < deadline)
+		deadline = o->deadline;
+	else if (o->deadline == 0 && ib->busy_timeout_ns < CONNECT_WAIT_NS)
+		deadline = now + CONNECT_WAIT_NS;
 	make_owner(ib);
 	if ((s = connect_db(ib, uri, deadline, err)) != INBOX_OK) {
 		pthread_mutex_lock(&backoff_mu);
