@@ -24,8 +24,9 @@ import unittest
 
 import harness
 import pgserver
+import tcprelay
 from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox,
-                     event_body, start_drain, write_conf)
+                     event_body, reaped, start_drain, write_conf)
 
 # $D: the drainer's pid.  The drainer spawns `/bin/sh -c HANDLER`, which
 # runs this script as its child (dash does not exec the last command of
@@ -237,6 +238,70 @@ class TestServerDown(PgBase):
             time.sleep(0.5)
         self.assertEqual(status, 200)
         self.assertEqual(len(self.rows("SELECT webhook_id FROM events")), 2)
+
+
+class TestPartition(PgBase):
+    """Over TCP, a server that stops answering without closing (a relay
+    that stops forwarding: tests/tcprelay.py), where every other test's
+    Unix socket fails at once: the receiver's 503 within busy_timeout,
+    and a drainer's calls end within theirs, so that its --max-time is
+    held (docs/jobs.md)."""
+
+    def setUp(self):
+        super().setUp()
+        self.relay = tcprelay.TcpRelay(os.path.join(self.pg.sock,
+                                                    ".s.PGSQL.5432"))
+        self.addCleanup(self.relay.close)
+        self.db_tcp = self.relay.uri(self.db.split("/")[3].split("?")[0])
+        self.keys["database"] = self.db_tcp
+        self.keys["busy_timeout"] = "2s"
+        write_conf(self.sb.conf, **self.keys)
+
+    def test_receiver_503_within_busy_timeout_then_back(self):
+        self.serve()
+        self.deliver("before")
+        self.relay.freeze()
+        try:
+            for i in range(4):
+                t0 = time.monotonic()
+                status, headers = self.deliver("during%d" % i, expect=None)
+                took = time.monotonic() - t0
+                self.assertEqual(status, 503, i)
+                self.assertEqual(headers.get("Retry-After"), "30")
+                self.assertLess(took, 2 * 1.5, i)
+        finally:
+            self.relay.thaw()
+        deadline = time.time() + 120
+        while True:
+            status, _ = self.deliver("after", expect=None)
+            if status == 200 or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(status, 200)
+        self.assertEqual(sorted(r["webhook_id"] for r in self.rows(
+            "SELECT webhook_id FROM events")), ["after", "before"])
+
+    def test_drainer_run_ends_within_max_time_when_the_link_stops(self):
+        self.serve()
+        for i in range(6):
+            self.deliver("ev%d" % i, obj_id=i)
+        # Each hand-out takes 0.1 s (HANDLER_LOG): the link stops while
+        # the run is mid-way, its connection idle or mid-statement.
+        t0 = time.monotonic()
+        with reaped(self.drain_proc("run", "--max-time", "3")) as p:
+            while not self.records() and time.monotonic() - t0 < 60:
+                time.sleep(0.05)
+            self.relay.freeze()
+            try:
+                out, err = p.communicate(timeout=120)
+            finally:
+                self.relay.thaw()
+        took = time.monotonic() - t0
+        # --max-time 3, then at most one call's wait (busy_timeout, 2 s)
+        # and a handler's end: 1.5 x that much is room for a loaded
+        # machine; a statement's wait was 60 s.
+        self.assertLess(took, (3 + 2 + 1) * 1.5, out + err)
+        self.assertIn("no answer", out + err)
 
 
 class TestDrainers(PgBase):

@@ -348,14 +348,17 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 		return s;
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	ib->call_wait_ns = o->call_wait_ms * 1000000;
 	ib->lease_ns = o->lease_ns > 0 ? o->lease_ns : INBOX_LEASE_DEFAULT_NS;
 	/* A receiver's open waits until its request's deadline or
 	 * busy_timeout, whichever is first (README: a 503 within
-	 * busy_timeout; it took the request's 10 s); a drainer's, with no
-	 * deadline, at least CONNECT_WAIT_NS. */
+	 * busy_timeout; it took the request's 10 s); with no deadline, its
+	 * call_wait, else at least CONNECT_WAIT_NS. */
 	deadline = now + ib->busy_timeout_ns;
 	if (o->deadline != 0 && o->deadline < deadline)
 		deadline = o->deadline;
+	else if (o->deadline == 0 && ib->call_wait_ns > 0)
+		deadline = now + ib->call_wait_ns;
 	else if (o->deadline == 0 && ib->busy_timeout_ns < CONNECT_WAIT_NS)
 		deadline = now + CONNECT_WAIT_NS;
 	make_owner(ib);

@@ -117,6 +117,7 @@ struct inbox_pg {
 	PGconn		*conn;
 	char		*name;		/* the database for messages, no password */
 	int64_t		 busy_timeout_ns;
+	int64_t		 call_wait_ns;	/* inbox_options' call_wait_ms; 0: none */
 	int64_t		 lease_ns;
 	char		 owner[96];	/* this connection's lease token */
 	int		 broken;	/* a statement timed out: reopen */
@@ -162,7 +163,7 @@ int	px_instant(struct px_params *p, int64_t ns, char tmp[INSTANT_SIZE]);
  * Run one statement (sql, with parameters p or NULL) or, when stmt is not
  * NULL, the prepared statement of that name, and wait for its result
  * until `deadline` (monotonic ns; 0: the connection's default, its
- * busy_timeout at least PX_DEFAULT_WAIT_NS).  Results are text.
+ * call_wait when set, else its busy_timeout at least PX_DEFAULT_WAIT_NS).  Results are text.
  * Returns INBOX_OK with *res (PQclear it; NULL allowed when the caller
  * wants none), or BUSY (timed out: cancelled, connection dropped; a lock
  * or statement timeout; a serialization failure) / FAILED, with

@@ -355,6 +355,8 @@ usable(struct inbox_pg *ib, const char *what, struct buf *err)
 static int64_t
 default_deadline(const struct inbox_pg *ib)
 {
+	if (ib->call_wait_ns > 0)
+		return util_mono_ns() + ib->call_wait_ns;
 	return util_mono_ns() + (ib->busy_timeout_ns > PX_DEFAULT_WAIT_NS ?
 	    ib->busy_timeout_ns : PX_DEFAULT_WAIT_NS);
 }
