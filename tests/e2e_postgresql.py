@@ -23,6 +23,7 @@ import time
 import unittest
 
 import harness
+import pgbouncer
 import pgserver
 import tcprelay
 from harness import (SECRET_A, Sandbox, Lighttpd, end_sandbox,
@@ -165,6 +166,40 @@ class TestDuplicateDurability(PgBase):
                         " AND application_name = 'webhook-inbox'")
         self.assertEqual(got, [{"a": "webhook-inbox"}])
         return True
+
+
+@unittest.skipUnless(pgbouncer.available(), "pgbouncer not installed")
+class TestDuplicateDurabilityPooled(TestDuplicateDurability):
+    """The same through a PgBouncer in transaction mode (tests/pgbouncer.py),
+    the database's default still synchronous_commit = off: each
+    transaction must raise it for itself, since the next one may run in
+    another server session than a session-wide SET's."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.bouncer = pgbouncer.PgBouncer(cls.pg)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bouncer.stop()
+        super().tearDownClass()
+
+    def serve(self):
+        self.keys["database"] = self.bouncer.uri(
+            self.db.split("/")[3].split("?")[0])
+        write_conf(self.sb.conf, **self.keys)
+        super().serve()
+
+    def try_duplicate(self, mid):
+        # Fresh server sessions behind the pooler: a SET made when the
+        # receivers connected is gone from them, as it is from any
+        # session a pooler hands the next transaction to.
+        self.pg.psql(self.db, "SELECT pg_terminate_backend(pid) FROM"
+                     " pg_stat_activity WHERE datname = current_database()"
+                     " AND pid <> pg_backend_pid()"
+                     " AND backend_type = 'client backend'")
+        return super().try_duplicate(mid)
 
 
 class TestServerDown(PgBase):

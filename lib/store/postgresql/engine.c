@@ -208,17 +208,18 @@ make_synchronous(struct inbox_pg *ib, int64_t deadline, struct buf *err)
 	const char *v;
 	int weak;
 
-	if ((s = px_query(ib, NULL, "SHOW synchronous_commit", NULL, deadline,
+	if ((s = px_query(ib, "SHOW synchronous_commit", NULL, deadline,
 	    &r, "reading synchronous_commit", err)) != INBOX_OK)
 		return s;
 	v = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "off";
 	snprintf(ib->sync_default, sizeof ib->sync_default, "%s", v);
 	weak = strcmp(v, "off") == 0 || strcmp(v, "local") == 0;
 	PQclear(r);
-	if (!weak)
-		return INBOX_OK;
-	return px_exec(ib, "SET synchronous_commit = on", NULL, deadline,
-	    "setting synchronous_commit", err);
+	/* Raised in each transaction (px_query, px_begin, px_pipeline), not
+	 * by a session's SET: behind a pooler in transaction mode the next
+	 * transaction may run in another server session, without it. */
+	ib->sync_weak = weak;
+	return INBOX_OK;
 }
 
 /* The schema's version: 0 when there is none yet. */
@@ -230,7 +231,7 @@ read_version(struct inbox_pg *ib, int64_t deadline, int *version,
 	enum inbox_status s;
 
 	*version = 0;
-	if ((s = px_query(ib, NULL, "SELECT to_regclass('meta') IS NOT NULL",
+	if ((s = px_query(ib, "SELECT to_regclass('meta') IS NOT NULL",
 	    NULL, deadline, &r, "reading the schema version", err)) != INBOX_OK)
 		return s;
 	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
@@ -238,7 +239,7 @@ read_version(struct inbox_pg *ib, int64_t deadline, int *version,
 		return INBOX_OK;
 	}
 	PQclear(r);
-	if ((s = px_query(ib, NULL, "SELECT value FROM meta"
+	if ((s = px_query(ib, "SELECT value FROM meta"
 	    " WHERE key = 'schema_version'", NULL, deadline, &r,
 	    "reading the schema version", err)) != INBOX_OK)
 		return s;
@@ -393,8 +394,6 @@ inbox_pg_close(struct inbox *pib)
 		return;
 	if (ib->conn != NULL)
 		PQfinish(ib->conn);
-	while (ib->nprepared > 0)
-		free(ib->prepared[--ib->nprepared]);
 	free(ib->name);
 	free(ib);
 }
@@ -417,9 +416,7 @@ inbox_pg_maintain(struct inbox *ib, struct buf *err)
  * row: 1 when new, 0 when a duplicate.
  */
 static const char store_sql[] =
-    "PREPARE webhook_store (text, bytea, text, bigint, text, text, text, text,"
-    " text, text, text, integer) AS"
-    " WITH ins AS (INSERT INTO events (webhook_id, body, received_at,"
+    "WITH ins AS (INSERT INTO events (webhook_id, body, received_at,"
     "  webhook_timestamp, secret_fp, type, created_at, created_at_raw,"
     "  object_type, object_id, updated_at, truncated, sort_at, next_at,"
     "  admitted)"
@@ -523,12 +520,6 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	struct buf t[7];
 	int i, oom = 0, okey;
 
-	if (!ib->store_ready) {
-		if ((s = px_exec(ib, store_sql, NULL, deadline,
-		    "preparing the store", err)) != INBOX_OK)
-			return s;
-		ib->store_ready = 1;
-	}
 	/* A webhook-id this database cannot hold as it is gets no 200 (a
 	 * stand-in could equal another delivery's id, whose duplicate would
 	 * then be acknowledged unstored); providers send ASCII ids. */
@@ -555,7 +546,7 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	px_text(&p, f->updated_at);
 	px_int(&p, f->truncated, tr);
 	s = oom ? px_fail(ib, err, INBOX_FAILED, "storing the event",
-	    "out of memory") : px_query(ib, "webhook_store", NULL, &p, deadline,
+	    "out of memory") : px_query(ib, store_sql, &p, deadline,
 	    &r, "storing the event", err);
 	for (i = 0; i < 7; i++)
 		buf_free(&t[i]);
@@ -652,7 +643,7 @@ inbox_pg_cursor_get(struct inbox *pib, const char *name, char **updated_after,
 
 	*updated_after = *page = NULL;
 	px_text(&p, name);
-	if ((s = px_query(ib, NULL, "SELECT updated_after, page FROM cursors"
+	if ((s = px_query(ib, "SELECT updated_after, page FROM cursors"
 	    " WHERE name = $1", &p, 0, &r, "reading a cursor", err)) != INBOX_OK)
 		return s;
 	if (PQntuples(r) == 1) {
