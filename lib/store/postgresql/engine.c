@@ -323,7 +323,7 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 {
 	struct inbox_pg *ib;
 	enum inbox_status s;
-	int64_t now = util_mono_ns(), deadline, wait;
+	int64_t now = util_mono_ns(), connect_deadline, deadline, wait;
 
 	*out = NULL;
 	if ((ib = calloc(1, sizeof *ib)) == NULL) {
@@ -351,19 +351,22 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
 	ib->call_wait_ns = o->call_wait_ms * 1000000;
 	ib->lease_ns = o->lease_ns > 0 ? o->lease_ns : INBOX_LEASE_DEFAULT_NS;
-	/* A receiver's open waits until its request's deadline or
-	 * busy_timeout, whichever is first (README: a 503 within
-	 * busy_timeout; it took the request's 10 s); with no deadline, its
-	 * call_wait, else at least CONNECT_WAIT_NS. */
-	deadline = now + ib->busy_timeout_ns;
-	if (o->deadline != 0 && o->deadline < deadline)
-		deadline = o->deadline;
+	/* Connecting waits until the caller's deadline or busy_timeout,
+	 * whichever is first (README: a 503 within busy_timeout; a
+	 * reconnection to a frozen server took the request's 10 s); with no
+	 * deadline, call_wait, else at least CONNECT_WAIT_NS.  What follows
+	 * is work on a server that answered (a new database's schema takes a
+	 * while on a loaded machine): the caller's deadline alone. */
+	connect_deadline = now + ib->busy_timeout_ns;
+	if (o->deadline != 0 && o->deadline < connect_deadline)
+		connect_deadline = o->deadline;
 	else if (o->deadline == 0 && ib->call_wait_ns > 0)
-		deadline = now + ib->call_wait_ns;
+		connect_deadline = now + ib->call_wait_ns;
 	else if (o->deadline == 0 && ib->busy_timeout_ns < CONNECT_WAIT_NS)
-		deadline = now + CONNECT_WAIT_NS;
+		connect_deadline = now + CONNECT_WAIT_NS;
+	deadline = o->deadline != 0 ? o->deadline : connect_deadline;
 	make_owner(ib);
-	if ((s = connect_db(ib, uri, deadline, err)) != INBOX_OK) {
+	if ((s = connect_db(ib, uri, connect_deadline, err)) != INBOX_OK) {
 		pthread_mutex_lock(&backoff_mu);
 		backoff_ns = backoff_ns == 0 ? BACKOFF_MIN_NS : backoff_ns * 2;
 		if (backoff_ns > BACKOFF_MAX_NS)
