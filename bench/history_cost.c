@@ -85,7 +85,7 @@ static int
 fill(const char *db, int n, struct buf *err)
 {
 	static char body[512];
-	struct inbox_options o = { 5000, INBOX_SYNC_NORMAL, 0, 0, 0, 0 };
+	struct inbox_options o = { 5000, INBOX_SYNC_NORMAL, 0, 0, 0, 0, 0 };
 	struct event_fields f[BATCH];
 	struct inbox_delivery d[BATCH];
 	char ids[BATCH][40];

@@ -358,7 +358,7 @@ class TestStopping(JobsBase):
             for msg in running:
                 self.assertEqual(self.state(msg)["state"], "pending", msg)
             self.assertEqual(len(self.sb.rows("SELECT * FROM leases")), 3)
-            pgserver.execute(self.sb.db, "UPDATE leases SET expires_at ="
+            pgserver.execute(self.sb.direct, "UPDATE leases SET expires_at ="
                              " clock_timestamp() - interval '1 second'")
         # The next run hands out everything, the three again.
         p = self.drain("run", "--jobs", "3")

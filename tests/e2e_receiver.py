@@ -450,7 +450,7 @@ class TestMisconfigured(ReceiverBase):
         mid = self.new_id()
         self.assertEqual(self.srv.deliver(SECRET_A, mid, event_body(mid))[0], 200)
         holder = subprocess.Popen(
-            ["psql", "-X", "-q", "-d", self.sb.db, "-c",
+            ["psql", "-X", "-q", "-d", self.sb.direct, "-c",
              "BEGIN; LOCK TABLE events IN SHARE MODE;"
              " SELECT pg_sleep(600);"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -35,8 +35,11 @@ SANITIZED = "san" in os.path.basename(BUILD)
 # real PostgreSQL (tests/pgserver.py, one server per test process) instead
 # of a SQLite file; tests that are about files (moved, read-only, locked
 # by sqlite3) are skipped there with @sqlite_only (tests/run says so).
+# WEBHOOK_TEST_BACKEND=pgbouncer: the same, the programs reaching the
+# server through a PgBouncer in transaction mode (tests/pgbouncer.py); the
+# tests' own queries go to the server directly (Sandbox.direct).
 BACKEND = os.environ.get("WEBHOOK_TEST_BACKEND", "sqlite")
-PG = BACKEND == "postgresql"
+PG = BACKEND in ("postgresql", "pgbouncer")
 
 
 def sqlite_only(why):
@@ -105,10 +108,14 @@ class Sandbox:
         if PG:
             import pgserver
             self.pg = pgserver.shared()
-            self.db = self.pg.new_database()
+            self.db = self.direct = self.pg.new_database()
+            if BACKEND == "pgbouncer":
+                import pgbouncer
+                self.db = pgbouncer.shared().uri(
+                    self.direct.split("/")[3].split("?")[0])
         else:
             self.pg = None
-            self.db = os.path.join(self.dir, "inbox.db")
+            self.db = self.direct = os.path.join(self.dir, "inbox.db")
         self.san_dir = os.path.join(self.dir, "san")
         os.mkdir(self.san_dir)
 
@@ -135,7 +142,7 @@ class Sandbox:
             import pgserver
             for a in args:   # sqlite3's ?, with the tests' own values
                 sql = sql.replace("?", "'%s'" % str(a).replace("'", "''"), 1)
-            return pgserver.query(self.db, sql.replace("rowid", "seq"))
+            return pgserver.query(self.direct, sql.replace("rowid", "seq"))
         if not os.path.exists(self.db):
             return []
         con = sqlite3.connect(self.db, timeout=10)

@@ -111,7 +111,7 @@ query_text(const char *path, const char *sql, char *out, size_t outsz)
 static void
 storm(enum inbox_sync sync, const char *name)
 {
-	struct inbox_options o = { 10000, sync, 1, 0, 0, 0 };
+	struct inbox_options o = { 10000, sync, 1, 0, 0, 0, 0 };
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 	struct committer *cm = NULL;
@@ -237,7 +237,7 @@ racer_main(void *arg)
 
 START_TEST(handoff_in_the_window)
 {
-	struct inbox_options o = { 10000, INBOX_SYNC_FULL, 1, 0, 0, 0 };
+	struct inbox_options o = { 10000, INBOX_SYNC_FULL, 1, 0, 0, 0, 0 };
 	struct racer first = { NULL, FIRST, "msg_first", INBOX_FAILED, 0, "" };
 	struct racer second = { NULL, SECOND, "msg_second", INBOX_FAILED, 0, "" };
 	struct committer *cm = NULL;

@@ -1082,6 +1082,43 @@ END_TEST
 
 /* Whatever line a secret is pasted into, after any key or none, set or
  * refused: no error ever shows any 8 bytes of it. */
+/* `database` is a path or a postgresql:// URI: a libpq key=value string
+ * is refused (it would become a SQLite file named after it, password and
+ * all), saying which form to write, without the value; a path with '='
+ * in it, and a URI with key=value parameters, stay what they are. */
+START_TEST(database_conninfo_refused)
+{
+	static const char *const conninfos[] = {
+		"host=db.internal dbname=inbox user=webhook password=PWsecret1",
+		"dbname=inbox password=PWsecret1",
+		"password = PWsecret1 host=/run/postgresql",
+		"inbox.db sslmode=require password=PWsecret1",
+	};
+	char text[512];
+	struct load l;
+
+	for (size_t i = 0; i < NELEM(conninfos); i++) {
+		snprintf(text, sizeof text, "database = %s\nsecret = "
+		    KAT_SECRET "\n", conninfos[i]);
+		load(text, &l);
+		FAILED_WITH(&l, ":1: database: a libpq key=value connection "
+		    "string: write a PostgreSQL inbox as a URI, "
+		    "postgresql://user@host/dbname (the password in a "
+		    "passfile, not here; docs/postgresql.md)");
+		ck_assert_ptr_null(strstr(err_text(&l), "PWsecret1"));
+		load_done(&l);
+	}
+	load("database = /srv/host=a/in=box.db\nsecret = " KAT_SECRET "\n", &l);
+	ck_assert_int_eq(l.rc, 0);
+	ck_assert_str_eq(l.c.database, "/srv/host=a/in=box.db");
+	load_done(&l);
+	load("database = postgresql:///inbox?host=/run/pg&user=webhook\n"
+	    "secret = " KAT_SECRET "\n", &l);
+	ck_assert_int_eq(l.rc, 0);
+	load_done(&l);
+}
+END_TEST
+
 START_TEST(no_secret_in_any_error)
 {
 	static const char *const secrets[] = {
@@ -1320,6 +1357,7 @@ config_suite(void)
 	tcase_add_test(tc, inline_comment_and_repeated_keys);
 	tcase_add_test(tc, given_twice);
 	tcase_add_test(tc, no_secret_in_any_error);
+	tcase_add_test(tc, database_conninfo_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -606,3 +606,41 @@ util_path_inside(const char *dir, const char *path)
 		return 1;
 	return strncmp(rpath, rdir, n) == 0 && (rpath[n] == '/' || rpath[n] == '\0');
 }
+
+int
+util_is_conninfo(const char *database)
+{
+	/* libpq's connection keywords (PostgreSQL 15's "Parameter Key
+	 * Words"), the ones a connection string is written with. */
+	static const char *const kw[] = { "host", "hostaddr", "port",
+	    "dbname", "user", "password", "passfile", "connect_timeout",
+	    "client_encoding", "options", "application_name",
+	    "fallback_application_name", "keepalives", "keepalives_idle",
+	    "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+	    "replication", "gssencmode", "sslmode", "requiressl",
+	    "sslcompression", "sslcert", "sslkey", "sslpassword",
+	    "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer",
+	    "ssl_min_protocol_version", "ssl_max_protocol_version",
+	    "krbsrvname", "gsslib", "service", "target_session_attrs",
+	    "load_balance_hosts", NULL };
+	const char *s = database, *e;
+	size_t i, n;
+
+	if (s == NULL || strchr(s, '=') == NULL)
+		return 0;
+	for (; *s != '\0'; s++) {
+		if (s != database && s[-1] != ' ' && s[-1] != '\t')
+			continue;
+		for (e = s; (*e >= 'a' && *e <= 'z') || *e == '_'; e++)
+			;
+		n = (size_t)(e - s);
+		while (*e == ' ' || *e == '\t')
+			e++;
+		if (n == 0 || *e != '=')
+			continue;
+		for (i = 0; kw[i] != NULL; i++)
+			if (strlen(kw[i]) == n && strncmp(kw[i], s, n) == 0)
+				return 1;
+	}
+	return 0;
+}

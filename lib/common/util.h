@@ -157,6 +157,15 @@ int	util_path_resolve(const char *path, char out[PATH_MAX])
  */
 int	util_path_inside(const char *dir, const char *path);
 
+/* Does `database` look like a libpq key=value connection string
+ * ("host=db dbname=inbox user=webhook"): at its start or after a space, a
+ * libpq connection keyword followed by '=' (spaces allowed between)?  A
+ * lexical test only: `database` takes a path or a postgresql:// URI
+ * (store/inbox.h, inbox_is_file), and such a string is refused
+ * (docs/postgresql.md, "Connecting"), never taken as a file's name (it
+ * would become a SQLite file named after the whole string, password and
+ * all).  A URI has no such word after a space. */
+int	util_is_conninfo(const char *database);
 
 /* Wall clock, nanoseconds since the epoch (CLOCK_REALTIME, which libfaketime
  * moves in tests). */

@@ -99,8 +99,11 @@ drain_retry_delay(const struct config *c, int64_t failures)
 static struct inbox *
 open_with(const struct config *c, enum inbox_sync sync, struct buf *err)
 {
+	/* Every call waits for the database at most busy_timeout, so that
+	 * a server that stops answering cannot keep a run past --max-time
+	 * (docs/jobs.md): a statement's default wait was 60 s. */
 	struct inbox_options o = { c->busy_timeout_ms, sync, 0, 0, 0,
-	    DRAIN_LEASE_NS(c) };
+	    DRAIN_LEASE_NS(c), c->busy_timeout_ms };
 	struct inbox *ib = NULL;
 
 	if (inbox_open(c->database, &o, &ib, err) != INBOX_OK)

@@ -171,7 +171,9 @@ int	drain_count_stale(struct inbox *ib, const struct inbox_filter *f,
 	    int64_t *n, struct buf *err) __attribute__((warn_unused_result));
 
 /*
- * Open c->database with the config's busy timeout and synchronous mode.
+ * Open c->database with the config's busy timeout and synchronous mode,
+ * every call waiting for the database at most busy_timeout
+ * (inbox_options' call_wait_ms).
  * Returns the inbox (inbox_close it), or NULL with the reason in err.
  */
 struct inbox *drain_inbox_open(const struct config *c, struct buf *err);

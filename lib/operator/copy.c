@@ -449,7 +449,8 @@ copy_open_destination(const struct config *c, const char *to, int dry,
     struct inbox **dst, struct buf *err)
 {
 	struct inbox_options io = { c->busy_timeout_ms, c->synchronous ==
-	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0, 0 };
+	    CONFIG_SYNC_NORMAL ? INBOX_SYNC_NORMAL : INBOX_SYNC_FULL, 0, 0, 0, 0,
+	    0 };
 	struct stat a, b;
 
 	*dst = NULL;

@@ -358,6 +358,14 @@ set_string(struct parse *p, const struct key *k, const char *v)
 		return 0;
 #endif
 	}
+	/* A libpq key=value string is no file name (it would become a SQLite
+	 * file named after it, password and all); the value is not echoed. */
+	if (k->kind == K_PATH && strcmp(k->name, "database") == 0 &&
+	    util_is_conninfo(v))
+		return fail(p, k->name, "a libpq key=value connection string: "
+		    "write a PostgreSQL inbox as a URI, postgresql://user@host/"
+		    "dbname (the password in a passfile, not here; "
+		    "docs/postgresql.md)");
 	if ((*dst = strdup(v)) == NULL ||
 	    (k->kind == K_PATH && resolve_against(p->path, dst) == -1))
 		return fail(p, k->name, "out of memory");

@@ -53,6 +53,15 @@ inbox_open(const char *database, const struct inbox_options *o,
 	const struct inbox_engine *en;
 
 	*out = NULL;
+	/* The config refuses it already (lib/program/config.c); a database
+	 * named elsewhere (copy's destination) is judged here the same way. */
+	if (inbox_is_file(database) && util_is_conninfo(database)) {
+		buf_reset(err);
+		(void)buf_printf(err, "database: a libpq key=value connection "
+		    "string, which is not taken: write a PostgreSQL inbox as a "
+		    "URI, postgresql://user@host/dbname");
+		return INBOX_FAILED;
+	}
 	if ((en = engine_for(database, err)) == NULL)
 		return INBOX_FAILED;
 	return en->open(database, o, out, err);

@@ -82,6 +82,17 @@ struct inbox_options {
 	 * time holds the run lock.
 	 */
 	int64_t			lease_ns;
+	/*
+	 * The longest any one call waits for the database, ms (0: the
+	 * implementation's default).  The drainer's calls take
+	 * busy_timeout_ms, so that a server that stops answering (frozen,
+	 * or a network that stops forwarding without closing) costs each
+	 * call that much and a run's --max-time is held (docs/jobs.md).
+	 * PostgreSQL: each statement and the connection attempt (the default:
+	 * busy_timeout_ms, at least 60 s a statement and 10 s to connect).
+	 * SQLite: its waits are for the write lock, busy_timeout_ms already.
+	 */
+	int64_t			call_wait_ms;
 };
 #define INBOX_LEASE_DEFAULT_NS	(10LL * 60 * 1000000000)
 

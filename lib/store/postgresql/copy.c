@@ -295,7 +295,7 @@ inbox_pg_table_read(struct inbox *pib, struct inbox_page *want,
 		s = px_fail(ib, err, INBOX_FAILED, "reading a table",
 		    "out of memory");
 	else
-		s = px_query(ib, NULL, sql.data, &p, copy_deadline(ib), &r,
+		s = px_query(ib, sql.data, &p, copy_deadline(ib), &r,
 		    "reading a table to copy", err);
 	xp_free(&x);
 	buf_free(&sql);
@@ -403,7 +403,7 @@ merge_fetch(struct inbox_pg *ib, enum inbox_table t, struct merge *m,
 	if (sql.data == NULL)
 		s = px_fail(ib, err, INBOX_FAILED, "merging", "out of memory");
 	else
-		s = px_query(ib, NULL, sql.data, &p, deadline, &m->cur,
+		s = px_query(ib, sql.data, &p, deadline, &m->cur,
 		    "reading the destination's rows", err);
 	if (s != INBOX_OK || ti->nkey != 1)
 		goto out;
@@ -422,7 +422,7 @@ merge_fetch(struct inbox_pg *ib, enum inbox_table t, struct merge *m,
 	if (sql.data == NULL)
 		s = px_fail(ib, err, INBOX_FAILED, "merging", "out of memory");
 	else
-		s = px_query(ib, NULL, sql.data, &p, deadline, &m->led,
+		s = px_query(ib, sql.data, &p, deadline, &m->led,
 		    "reading the copy records", err);
 out:
 	(void)t;

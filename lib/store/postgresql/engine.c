@@ -59,7 +59,12 @@ on_notice(void *arg, const PGresult *r)
 }
 
 /* The database as messages name it: the URI's parts without a password
- * (PQconninfoParse), e.g. "postgresql (host=/run/pg dbname=inbox)". */
+ * (PQconninfoParse), e.g. "postgresql (host=/run/pg dbname=inbox)".  A
+ * URI libpq cannot parse gets our own message, naming the kind of
+ * problem only: libpq's quotes the offending token, which may be the
+ * password ("invalid percent-encoded token: \"PW%zz\""), and messages
+ * reach check, the drainer's output, the receiver's log and the report
+ * (docs/postgresql.md, "Connecting"). */
 static char *
 redacted_name(const char *uri, struct buf *err)
 {
@@ -70,11 +75,15 @@ redacted_name(const char *uri, struct buf *err)
 
 	if ((opts = PQconninfoParse(uri, &errmsg)) == NULL) {
 		buf_reset(err);
-		(void)buf_printf(err, "database: not a valid PostgreSQL URI: %s",
-		    errmsg != NULL ? errmsg : "out of memory");
+		if (errmsg == NULL)
+			(void)buf_printf(err, "database: out of memory");
+		else
+			(void)buf_printf(err, "database: the postgresql:// URI "
+			    "does not parse (a bad percent escape, a query "
+			    "parameter without '=', an unknown parameter?); "
+			    "libpq's message is not shown: it quotes the URI, "
+			    "password and all");
 		PQfreemem(errmsg);
-		if (err->len > 0 && err->data[err->len - 1] == '\n')
-			err->data[--err->len] = '\0';
 		return NULL;
 	}
 	buf_init(&b, 4096);
@@ -98,6 +107,29 @@ redacted_name(const char *uri, struct buf *err)
 		(void)buf_printf(err, "database: out of memory");
 	}
 	return s;
+}
+
+/* libpq's message about a connection attempt, without the password:
+ * libpq does not mean to quote it, but its messages quote option values
+ * (a host name, an sslmode) and this is where a slip would leak it. */
+static enum inbox_status
+connect_fail(struct inbox_pg *ib, const char *uri, struct buf *err,
+    enum inbox_status st, const char *msg)
+{
+	PQconninfoOption *opts, *o;
+	const char *pw = NULL;
+	enum inbox_status r;
+
+	opts = PQconninfoParse(uri, NULL);
+	for (o = opts; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
+		    *o->val != '\0')
+			pw = o->val;
+	if (pw != NULL && msg != NULL && strstr(msg, pw) != NULL)
+		msg = "libpq's message quoted the connection string (not shown)";
+	r = px_fail(ib, err, st, "cannot connect", msg);
+	PQconninfoFree(opts);
+	return r;
 }
 
 char *
@@ -137,11 +169,11 @@ connect_db(struct inbox_pg *ib, const char *uri, int64_t deadline,
 		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
 		    "out of memory");
 	if (PQstatus(ib->conn) == CONNECTION_BAD)
-		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+		return connect_fail(ib, uri, err, INBOX_FAILED,
 		    PQerrorMessage(ib->conn));
 	while (ps != PGRES_POLLING_OK) {
 		if (ps == PGRES_POLLING_FAILED)
-			return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+			return connect_fail(ib, uri, err, INBOX_FAILED,
 			    PQerrorMessage(ib->conn));
 		if ((left = deadline - util_mono_ns()) <= 0)
 			return px_fail(ib, err, INBOX_BUSY, "cannot connect",
@@ -158,7 +190,7 @@ connect_db(struct inbox_pg *ib, const char *uri, int64_t deadline,
 	}
 	PQsetNoticeReceiver(ib->conn, on_notice, ib);
 	if (PQsetnonblocking(ib->conn, 1) == -1)
-		return px_fail(ib, err, INBOX_FAILED, "cannot connect",
+		return connect_fail(ib, uri, err, INBOX_FAILED,
 		    PQerrorMessage(ib->conn));
 	return INBOX_OK;
 }
@@ -176,17 +208,18 @@ make_synchronous(struct inbox_pg *ib, int64_t deadline, struct buf *err)
 	const char *v;
 	int weak;
 
-	if ((s = px_query(ib, NULL, "SHOW synchronous_commit", NULL, deadline,
+	if ((s = px_query(ib, "SHOW synchronous_commit", NULL, deadline,
 	    &r, "reading synchronous_commit", err)) != INBOX_OK)
 		return s;
 	v = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "off";
 	snprintf(ib->sync_default, sizeof ib->sync_default, "%s", v);
 	weak = strcmp(v, "off") == 0 || strcmp(v, "local") == 0;
 	PQclear(r);
-	if (!weak)
-		return INBOX_OK;
-	return px_exec(ib, "SET synchronous_commit = on", NULL, deadline,
-	    "setting synchronous_commit", err);
+	/* Raised in each transaction (px_query, px_begin, px_pipeline), not
+	 * by a session's SET: behind a pooler in transaction mode the next
+	 * transaction may run in another server session, without it. */
+	ib->sync_weak = weak;
+	return INBOX_OK;
 }
 
 /* The schema's version: 0 when there is none yet. */
@@ -198,7 +231,7 @@ read_version(struct inbox_pg *ib, int64_t deadline, int *version,
 	enum inbox_status s;
 
 	*version = 0;
-	if ((s = px_query(ib, NULL, "SELECT to_regclass('meta') IS NOT NULL",
+	if ((s = px_query(ib, "SELECT to_regclass('meta') IS NOT NULL",
 	    NULL, deadline, &r, "reading the schema version", err)) != INBOX_OK)
 		return s;
 	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
@@ -206,7 +239,7 @@ read_version(struct inbox_pg *ib, int64_t deadline, int *version,
 		return INBOX_OK;
 	}
 	PQclear(r);
-	if ((s = px_query(ib, NULL, "SELECT value FROM meta"
+	if ((s = px_query(ib, "SELECT value FROM meta"
 	    " WHERE key = 'schema_version'", NULL, deadline, &r,
 	    "reading the schema version", err)) != INBOX_OK)
 		return s;
@@ -290,7 +323,7 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 {
 	struct inbox_pg *ib;
 	enum inbox_status s;
-	int64_t now = util_mono_ns(), deadline, wait;
+	int64_t now = util_mono_ns(), connect_deadline, deadline, wait;
 
 	*out = NULL;
 	if ((ib = calloc(1, sizeof *ib)) == NULL) {
@@ -316,11 +349,24 @@ inbox_pg_open(const char *uri, const struct inbox_options *o,
 		return s;
 	}
 	ib->busy_timeout_ns = o->busy_timeout_ms * 1000000;
+	ib->call_wait_ns = o->call_wait_ms * 1000000;
 	ib->lease_ns = o->lease_ns > 0 ? o->lease_ns : INBOX_LEASE_DEFAULT_NS;
-	deadline = o->deadline != 0 ? o->deadline : now + (ib->busy_timeout_ns >
-	    CONNECT_WAIT_NS ? ib->busy_timeout_ns : CONNECT_WAIT_NS);
+	/* Connecting waits until the caller's deadline or busy_timeout,
+	 * whichever is first (README: a 503 within busy_timeout; a
+	 * reconnection to a frozen server took the request's 10 s); with no
+	 * deadline, call_wait, else at least CONNECT_WAIT_NS.  What follows
+	 * is work on a server that answered (a new database's schema takes a
+	 * while on a loaded machine): the caller's deadline alone. */
+	connect_deadline = now + ib->busy_timeout_ns;
+	if (o->deadline != 0 && o->deadline < connect_deadline)
+		connect_deadline = o->deadline;
+	else if (o->deadline == 0 && ib->call_wait_ns > 0)
+		connect_deadline = now + ib->call_wait_ns;
+	else if (o->deadline == 0 && ib->busy_timeout_ns < CONNECT_WAIT_NS)
+		connect_deadline = now + CONNECT_WAIT_NS;
+	deadline = o->deadline != 0 ? o->deadline : connect_deadline;
 	make_owner(ib);
-	if ((s = connect_db(ib, uri, deadline, err)) != INBOX_OK) {
+	if ((s = connect_db(ib, uri, connect_deadline, err)) != INBOX_OK) {
 		pthread_mutex_lock(&backoff_mu);
 		backoff_ns = backoff_ns == 0 ? BACKOFF_MIN_NS : backoff_ns * 2;
 		if (backoff_ns > BACKOFF_MAX_NS)
@@ -351,8 +397,6 @@ inbox_pg_close(struct inbox *pib)
 		return;
 	if (ib->conn != NULL)
 		PQfinish(ib->conn);
-	while (ib->nprepared > 0)
-		free(ib->prepared[--ib->nprepared]);
 	free(ib->name);
 	free(ib);
 }
@@ -375,9 +419,7 @@ inbox_pg_maintain(struct inbox *ib, struct buf *err)
  * row: 1 when new, 0 when a duplicate.
  */
 static const char store_sql[] =
-    "PREPARE webhook_store (text, bytea, text, bigint, text, text, text, text,"
-    " text, text, text, integer) AS"
-    " WITH ins AS (INSERT INTO events (webhook_id, body, received_at,"
+    "WITH ins AS (INSERT INTO events (webhook_id, body, received_at,"
     "  webhook_timestamp, secret_fp, type, created_at, created_at_raw,"
     "  object_type, object_id, updated_at, truncated, sort_at, next_at,"
     "  admitted)"
@@ -481,12 +523,6 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	struct buf t[7];
 	int i, oom = 0, okey;
 
-	if (!ib->store_ready) {
-		if ((s = px_exec(ib, store_sql, NULL, deadline,
-		    "preparing the store", err)) != INBOX_OK)
-			return s;
-		ib->store_ready = 1;
-	}
 	/* A webhook-id this database cannot hold as it is gets no 200 (a
 	 * stand-in could equal another delivery's id, whose duplicate would
 	 * then be acknowledged unstored); providers send ASCII ids. */
@@ -513,7 +549,7 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	px_text(&p, f->updated_at);
 	px_int(&p, f->truncated, tr);
 	s = oom ? px_fail(ib, err, INBOX_FAILED, "storing the event",
-	    "out of memory") : px_query(ib, "webhook_store", NULL, &p, deadline,
+	    "out of memory") : px_query(ib, store_sql, &p, deadline,
 	    &r, "storing the event", err);
 	for (i = 0; i < 7; i++)
 		buf_free(&t[i]);
@@ -610,7 +646,7 @@ inbox_pg_cursor_get(struct inbox *pib, const char *name, char **updated_after,
 
 	*updated_after = *page = NULL;
 	px_text(&p, name);
-	if ((s = px_query(ib, NULL, "SELECT updated_after, page FROM cursors"
+	if ((s = px_query(ib, "SELECT updated_after, page FROM cursors"
 	    " WHERE name = $1", &p, 0, &r, "reading a cursor", err)) != INBOX_OK)
 		return s;
 	if (PQntuples(r) == 1) {

@@ -125,7 +125,7 @@ inbox_pg_history_read(struct inbox *pib, int64_t since_s,
 	int i;
 
 	px_int(&p, since_s, since);
-	if ((s = px_query(PG(pib), NULL, "SELECT width_s, bucket_s, name, label,"
+	if ((s = px_query(PG(pib), "SELECT width_s, bucket_s, name, label,"
 	    " idx, n FROM history WHERE bucket_s >= $1::bigint"
 	    " ORDER BY bucket_s, width_s", &p, 0, &r, "reading the history",
 	    err)) != INBOX_OK)
@@ -159,7 +159,7 @@ inbox_pg_runs_read(struct inbox *pib, int64_t since_ns,
 	if (px_instant(&p, since_ns, since) == -1)
 		return px_fail(PG(pib), err, INBOX_FAILED, "reading the runs",
 		    "clock out of range");
-	if ((s = px_query(PG(pib), NULL, "SELECT started_at, finished_at,"
+	if ((s = px_query(PG(pib), "SELECT started_at, finished_at,"
 	    " claimed, done, failed, retried, dead, stale, refetched, budget_hit,"
 	    " result FROM runs WHERE started_at >= $1 ORDER BY started_at", &p,
 	    0, &r, "reading the runs", err)) != INBOX_OK)
@@ -201,7 +201,7 @@ inbox_pg_queue_now(struct inbox *pib, int64_t now_ns, struct inbox_queue *q,
 	if (px_instant(&p, now_ns, now) == -1)
 		return px_fail(PG(pib), err, INBOX_FAILED, "reading the queue",
 		    "clock out of range");
-	if ((s = px_query(PG(pib), NULL, "SELECT count(*), min(next_at)"
+	if ((s = px_query(PG(pib), "SELECT count(*), min(next_at)"
 	    " FROM events e WHERE state = 'pending' AND next_at <= $1"
 	    " AND NOT EXISTS (SELECT 1 FROM events_held h"
 	    "  WHERE h.webhook_id = e.webhook_id)", &p, 0, &r,
@@ -210,7 +210,7 @@ inbox_pg_queue_now(struct inbox *pib, int64_t now_ns, struct inbox_queue *q,
 	q->ready = px_int_col(r, 0, 0);
 	px_instant_col(r, 0, 1, q->oldest_ready);
 	PQclear(r);
-	if ((s = px_query(PG(pib), NULL, "SELECT count(*) FROM (SELECT DISTINCT"
+	if ((s = px_query(PG(pib), "SELECT count(*) FROM (SELECT DISTINCT"
 	    " object_type, object_id FROM events_held) x", NULL, 0, &r,
 	    "reading the queue", err)) != INBOX_OK)
 		return s;
@@ -241,7 +241,7 @@ inbox_pg_blocked_list(struct inbox *pib, int64_t limit,
 	int i;
 
 	px_int(&p, limit, lim);
-	if ((s = px_query(PG(pib), NULL, sql, &p, 0, &r,
+	if ((s = px_query(PG(pib), sql, &p, 0, &r,
 	    "reading blocked objects", err)) != INBOX_OK)
 		return s;
 	for (i = 0; i < PQntuples(r); i++) {
@@ -272,7 +272,7 @@ inbox_pg_dead_latest(struct inbox *pib, int64_t limit,
 	int i;
 
 	px_int(&p, limit, lim);
-	if ((s = px_query(PG(pib), NULL, "SELECT " EVENT_PG_COLUMNS
+	if ((s = px_query(PG(pib), "SELECT " EVENT_PG_COLUMNS
 	    ", first_error FROM events WHERE state = 'dead'"
 	    " ORDER BY finished_at DESC, seq DESC LIMIT $1::bigint", &p, 0, &r,
 	    "reading dead events", err)) != INBOX_OK)

@@ -98,7 +98,7 @@ inbox_pg_count(struct inbox *pib, const struct inbox_filter *f, int64_t *n,
 	if (px_filter(&p, f, &t) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "counting events",
 		    "out of memory");
-	s = px_query(ib, NULL, "SELECT count(*) FROM events" FILTER_PG_WHERE,
+	s = px_query(ib, "SELECT count(*) FROM events" FILTER_PG_WHERE,
 	    &p, 0, &r, "counting events", err);
 	px_filter_free(&t);
 	if (s == INBOX_OK) {
@@ -126,7 +126,7 @@ filtered_write(struct inbox_pg *ib, const char *sql,
 		px_filter_free(&t);
 		return px_fail(ib, err, INBOX_FAILED, what, "clock out of range");
 	}
-	s = px_query(ib, NULL, sql, &p, 0, &r, what, err);
+	s = px_query(ib, sql, &p, 0, &r, what, err);
 	px_filter_free(&t);
 	if (s == INBOX_OK) {
 		*n = strtoll(PQcmdTuples(r), NULL, 10);
@@ -199,7 +199,7 @@ inbox_pg_purge(struct inbox *pib, int64_t now_ns, int64_t retention_ns,
 
 			px_raw(&p, i == 0 ? cut_body : cut_ids);
 			px_int(&p, INBOX_PURGE_BATCH, lim);
-			if ((s = px_query(ib, NULL, sql[i], &p, 0, &r, "purging",
+			if ((s = px_query(ib, sql[i], &p, 0, &r, "purging",
 			    err)) != INBOX_OK)
 				return s;
 			got = strtoll(PQcmdTuples(r), NULL, 10);
@@ -223,7 +223,7 @@ meta_get(struct inbox_pg *ib, const char *key, char *out, size_t outsz)
 	out[0] = '\0';
 	buf_init(&err, 1024);
 	px_raw(&p, key);
-	if (px_query(ib, NULL, "SELECT value FROM meta WHERE key = $1", &p, 0,
+	if (px_query(ib, "SELECT value FROM meta WHERE key = $1", &p, 0,
 	    &r, "status", &err) == INBOX_OK) {
 		if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
 			snprintf(out, outsz, "%s", PQgetvalue(r, 0, 0));
@@ -246,7 +246,7 @@ inbox_pg_status_report(struct inbox *pib, struct inbox_status_report *r,
 	if ((s = px_exec(ib, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
 	    NULL, 0, "status", err)) != INBOX_OK)
 		return s;
-	if ((s = px_query(ib, NULL, "SELECT state, count(*) FROM events"
+	if ((s = px_query(ib, "SELECT state, count(*) FROM events"
 	    " GROUP BY state", NULL, 0, &q, "status", err)) != INBOX_OK)
 		goto fail;
 	for (i = 0; i < PQntuples(q); i++) {
@@ -263,7 +263,7 @@ inbox_pg_status_report(struct inbox *pib, struct inbox_status_report *r,
 			r->dead = n;
 	}
 	PQclear(q);
-	if ((s = px_query(ib, NULL, "SELECT min(received_at),"
+	if ((s = px_query(ib, "SELECT min(received_at),"
 	    " count(*) FILTER (WHERE failures > 0),"
 	    " min(CASE WHEN failures > 0 THEN coalesce(failing_since,"
 	    " received_at) END),"
@@ -280,7 +280,7 @@ inbox_pg_status_report(struct inbox *pib, struct inbox_status_report *r,
 	px_instant_col(q, 0, 4, r->latest_next_at);
 	px_instant_col(q, 0, 5, r->newest_pending);
 	PQclear(q);
-	if ((s = px_query(ib, NULL, "SELECT finished_at FROM events"
+	if ((s = px_query(ib, "SELECT finished_at FROM events"
 	    " WHERE finished_at IS NOT NULL AND state = 'done'"
 	    " ORDER BY finished_at DESC LIMIT 1", NULL, 0, &q, "status",
 	    err)) != INBOX_OK)
@@ -288,7 +288,7 @@ inbox_pg_status_report(struct inbox *pib, struct inbox_status_report *r,
 	if (PQntuples(q) == 1)
 		px_instant_col(q, 0, 0, r->last_done);
 	PQclear(q);
-	if ((s = px_query(ib, NULL, "SELECT count(*) FROM events_held", NULL, 0,
+	if ((s = px_query(ib, "SELECT count(*) FROM events_held", NULL, 0,
 	    &q, "status", err)) != INBOX_OK)
 		goto fail;
 	r->blocked = px_int_col(q, 0, 0);
@@ -388,7 +388,7 @@ inbox_pg_server_facts(struct inbox *pib, struct inbox_server_facts *f,
 	enum inbox_status s;
 
 	memset(f, 0, sizeof *f);
-	if ((s = px_query(ib, NULL, "SELECT version(),"
+	if ((s = px_query(ib, "SELECT version(),"
 	    " current_setting('server_version'),"
 	    " current_setting('synchronous_commit'), current_user,"
 	    " (SELECT value FROM meta WHERE key = 'schema_version')", NULL, 0,

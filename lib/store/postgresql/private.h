@@ -110,22 +110,22 @@ enum inbox_status inbox_pg_table_merge(struct inbox *ib, enum inbox_table t,
 int	inbox_pg_table_holds(struct inbox *ib, enum inbox_table t,
 	    const struct inbox_value *row, struct buf *why);
 
-#define PX_PREPARED_MAX	48
+/* The most statements px_pipeline sends at once. */
+#define PX_PIPELINE_MAX	8
 
 struct inbox_pg {
 	struct inbox_head head;		/* first: the engine (store/engine.h) */
 	PGconn		*conn;
 	char		*name;		/* the database for messages, no password */
 	int64_t		 busy_timeout_ns;
+	int64_t		 call_wait_ns;	/* inbox_options' call_wait_ms; 0: none */
 	int64_t		 lease_ns;
 	char		 owner[96];	/* this connection's lease token */
 	int		 broken;	/* a statement timed out: reopen */
-	int		 store_ready;	/* the store statement is prepared */
-	/* Statements with parameters prepared on this connection, by their
-	 * text (px_query): the server parses and plans each once, not at
-	 * every hand-out.  Gone with the connection. */
-	char		*prepared[PX_PREPARED_MAX];
-	int		 nprepared;
+	/* The role's synchronous_commit is off or local: every transaction
+	 * raises it for itself (px_query, px_begin, px_pipeline), never the
+	 * session, which a pooler in transaction mode shares. */
+	int		 sync_weak;
 	int64_t		 admitted_ns;	/* as SQLite's (store/sqlite/private.h) */
 	/* WARNINGs the server sent during the last statement (a commit whose
 	 * wait for synchronous replication was cancelled). */
@@ -159,25 +159,29 @@ void	px_bytes(struct px_params *p, const void *b, size_t len);	/* NULL: NULL */
 int	px_instant(struct px_params *p, int64_t ns, char tmp[INSTANT_SIZE]);
 
 /*
- * Run one statement (sql, with parameters p or NULL) or, when stmt is not
- * NULL, the prepared statement of that name, and wait for its result
- * until `deadline` (monotonic ns; 0: the connection's default, its
- * busy_timeout at least PX_DEFAULT_WAIT_NS).  Results are text.
+ * Run one statement (sql, with parameters p: an unnamed statement of the
+ * extended protocol; or NULL: the simple protocol, several statements
+ * allowed) and wait for its result until `deadline` (monotonic ns; 0:
+ * the connection's default, its call_wait when set, else its
+ * busy_timeout at least PX_DEFAULT_WAIT_NS).  Results are text.  Nothing
+ * is prepared by name and no session state is set: each transaction
+ * stands alone, as a pooler in transaction mode needs.
  * Returns INBOX_OK with *res (PQclear it; NULL allowed when the caller
  * wants none), or BUSY (timed out: cancelled, connection dropped; a lock
  * or statement timeout; a serialization failure) / FAILED, with
  * "what: the server's message" in err.
  */
 #define PX_DEFAULT_WAIT_NS	(60LL * 1000000000)
-enum inbox_status px_query(struct inbox_pg *ib, const char *stmt,
-	    const char *sql, const struct px_params *p, int64_t deadline,
-	    PGresult **res, const char *what, struct buf *err);
+enum inbox_status px_query(struct inbox_pg *ib, const char *sql,
+	    const struct px_params *p, int64_t deadline, PGresult **res,
+	    const char *what, struct buf *err);
 /* The same with no result wanted. */
 enum inbox_status px_exec(struct inbox_pg *ib, const char *sql,
 	    const struct px_params *p, int64_t deadline, const char *what,
 	    struct buf *err);
 /*
- * Run n statements (each p[i] with parameters, or NULL) in one
+ * Run n (at most PX_PIPELINE_MAX) statements (each p[i] with
+ * parameters, or NULL) in one
  * round trip, as ONE implicit transaction (libpq's pipeline mode): the
  * server runs them in order, each with its own snapshot (READ COMMITTED:
  * a statement sees what committed while an earlier one waited for a

@@ -58,7 +58,7 @@ admit_chunk(struct inbox_pg *ib, int64_t *n, struct buf *err)
 
 	*n = 0;
 	px_int(&p, ADMIT_CHUNK, lim);
-	if ((s = px_query(ib, NULL, sql, &p, 0, &r, "counting received events",
+	if ((s = px_query(ib, sql, &p, 0, &r, "counting received events",
 	    err)) != INBOX_OK)
 		return s;
 	*n = px_int_col(r, 0, 0);
@@ -125,7 +125,7 @@ inbox_pg_next_due(struct inbox *pib, struct inbox_cursor *cur, int64_t now_ns,
 	    INT64_MAX, ahead) == -1)
 		return px_fail(ib, err, INBOX_FAILED, "finding due events",
 		    "clock out of range");
-	if ((s = px_query(ib, NULL, sql, &p, 0, &r, "finding due events",
+	if ((s = px_query(ib, sql, &p, 0, &r, "finding due events",
 	    err)) != INBOX_OK)
 		return s;
 	if (PQntuples(r) == 0) {
@@ -182,7 +182,7 @@ inbox_pg_is_stale(struct inbox *pib, const struct inbox_event *e, int *stale,
 	if (e->object_id == NULL || e->object_type == NULL)
 		return INBOX_OK;
 	bind_stale(&p, e);
-	if ((s = px_query(ib, NULL, STALE_PG_SELECT, &p, 0, &r, "stale check",
+	if ((s = px_query(ib, STALE_PG_SELECT, &p, 0, &r, "stale check",
 	    err)) != INBOX_OK)
 		return s;
 	*stale = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
@@ -326,7 +326,7 @@ fenced(struct inbox_pg *ib, const char *sql, const struct px_params *p,
 {
 	enum inbox_status s;
 
-	if ((s = px_query(ib, NULL, sql, p, 0, res, what, err)) != INBOX_OK)
+	if ((s = px_query(ib, sql, p, 0, res, what, err)) != INBOX_OK)
 		return s;
 	if (PQntuples(*res) != 1 || strcmp(PQgetvalue(*res, 0, 0), "t") != 0) {
 		PQclear(*res);
@@ -525,7 +525,7 @@ inbox_pg_list(struct inbox *pib, const struct inbox_filter *f, int with_body,
 		px_int(&p, seq, seqs);
 		px_raw(&p, sort_at);
 		px_raw(&p, received_at);
-		s = px_query(ib, NULL, sql, &p, 0, &r, "listing events", err);
+		s = px_query(ib, sql, &p, 0, &r, "listing events", err);
 		px_filter_free(&t);
 		if (s != INBOX_OK)
 			break;

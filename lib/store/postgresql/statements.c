@@ -260,25 +260,17 @@ next_result(struct inbox_pg *ib, int64_t deadline, enum inbox_status *s,
 	return PQgetResult(ib->conn);
 }
 
-/* After a statement's results: a lost connection is a failure, and
- * "cached plan must not change result type" (the schema changed under a
- * statement prepared here) drops the connection -- a new one prepares it
- * anew. */
+/* After a statement's results: a lost connection is a failure. */
 static enum inbox_status
-settle(struct inbox_pg *ib, enum inbox_status s, const PGresult *keep,
-    const char *what, struct buf *err)
+settle(struct inbox_pg *ib, enum inbox_status s, const char *what,
+    struct buf *err)
 {
-	const char *code;
-
 	if (PQstatus(ib->conn) != CONNECTION_OK) {
 		ib->broken = 1;
 		if (s == INBOX_OK)
 			s = px_fail(ib, err, INBOX_FAILED, what,
 			    PQerrorMessage(ib->conn));
 	}
-	if (s != INBOX_OK && keep != NULL && (code = PQresultErrorField(keep,
-	    PG_DIAG_SQLSTATE)) != NULL && strcmp(code, "0A000") == 0)
-		ib->broken = 1;
 	return s;
 }
 
@@ -297,49 +289,12 @@ collect(struct inbox_pg *ib, int64_t deadline, PGresult **res,
 		PQclear(keep);
 		return w;
 	}
-	s = settle(ib, s, keep, what, err);
+	s = settle(ib, s, what, err);
 	if (s != INBOX_OK || res == NULL)
 		PQclear(keep);
 	else
 		*res = keep;
 	return s;
-}
-
-/*
- * `sql`'s name on this connection in `name` ("px<N>"), prepared at its
- * first use; name[0] is NUL when the table is full (run it unprepared).
- */
-static enum inbox_status
-prepared(struct inbox_pg *ib, const char *sql, char name[16],
-    int64_t deadline, const char *what, struct buf *err)
-{
-	enum inbox_status s;
-	int i;
-
-	name[0] = '\0';
-	for (i = 0; i < ib->nprepared; i++)
-		if (strcmp(ib->prepared[i], sql) == 0)
-			break;
-	if (i == PX_PREPARED_MAX)
-		return INBOX_OK;
-	snprintf(name, 16, "px%d", i);
-	if (i < ib->nprepared)
-		return INBOX_OK;
-	if ((ib->prepared[i] = strdup(sql)) == NULL)
-		return px_fail(ib, err, INBOX_FAILED, what, "out of memory");
-	if (!PQsendPrepare(ib->conn, name, sql, 0, NULL)) {
-		ib->broken = PQstatus(ib->conn) != CONNECTION_OK;
-		s = px_fail(ib, err, INBOX_FAILED, what,
-		    PQerrorMessage(ib->conn));
-	} else {
-		s = collect(ib, deadline, NULL, what, err);
-	}
-	if (s != INBOX_OK) {
-		free(ib->prepared[i]);
-		return s;
-	}
-	ib->nprepared++;
-	return INBOX_OK;
 }
 
 /* Is the connection usable?  INBOX_OK, or FAILED with why. */
@@ -355,39 +310,28 @@ usable(struct inbox_pg *ib, const char *what, struct buf *err)
 static int64_t
 default_deadline(const struct inbox_pg *ib)
 {
+	if (ib->call_wait_ns > 0)
+		return util_mono_ns() + ib->call_wait_ns;
 	return util_mono_ns() + (ib->busy_timeout_ns > PX_DEFAULT_WAIT_NS ?
 	    ib->busy_timeout_ns : PX_DEFAULT_WAIT_NS);
 }
 
 /*
- * Send one statement: `stmt` prepared, or `sql` with parameters p or
- * none.  A statement with parameters (not a batch's: its text varies with
- * its size) is prepared first, parsed and planned by the server once per
- * connection: that halved the server's CPU per hand-out
- * (docs/postgresql.md, "Benchmark").
+ * Send one statement: `sql` with parameters p (the extended protocol, an
+ * unnamed statement), or without (the simple protocol: several
+ * statements allowed).  Nothing is prepared by name: a named statement
+ * lives in a server session, and behind a pooler in transaction mode
+ * (PgBouncer, Supabase's, Neon's) the next transaction may run in
+ * another session, where it does not exist (docs/postgresql.md,
+ * "Poolers").
  */
 static enum inbox_status
-send_one(struct inbox_pg *ib, const char *stmt, const char *sql,
-    const struct px_params *p, int64_t deadline, const char *what,
-    struct buf *err)
+send_one(struct inbox_pg *ib, const char *sql, const struct px_params *p,
+    const char *what, struct buf *err)
 {
-	enum inbox_status s;
-	char name[16];
 	int ok;
 
-	if (stmt == NULL && p != NULL && p->xv == NULL) {
-		if ((s = prepared(ib, sql, name, deadline, what, err)) !=
-		    INBOX_OK)
-			return s;
-		if (name[0] != '\0')
-			stmt = name;
-	}
-	if (stmt != NULL)
-		ok = PQsendQueryPrepared(ib->conn, stmt, p != NULL ? p->n : 0,
-		    p != NULL ? p->v : NULL, p != NULL ? p->len : NULL,
-		    p != NULL ? p->bin : NULL,
-		    p != NULL ? p->binary_results : 0);
-	else if (p != NULL)
+	if (p != NULL)
 		ok = PQsendQueryParams(ib->conn, sql, p->n, NULL, p->xv != NULL ?
 		    p->xv : p->v, p->xv != NULL ? p->xlen : p->len,
 		    p->xv != NULL ? p->xbin : p->bin, p->binary_results);
@@ -401,10 +345,19 @@ send_one(struct inbox_pg *ib, const char *stmt, const char *sql,
 	return INBOX_OK;
 }
 
+/* The statement that raises synchronous_commit for the current
+ * transaction only (set_config's is_local: no session state, and no
+ * WARNING outside a BEGIN, where SET LOCAL would give one). */
+#define SYNC_ON_SQL	"SELECT set_config('synchronous_commit', 'on', true)"
+
+static enum inbox_status pipeline(struct inbox_pg *ib, int n,
+	    const char *const sql[], const struct px_params *const p[],
+	    PGresult *res[], int64_t deadline, const char *what,
+	    struct buf *err);
+
 enum inbox_status
-px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
-    const struct px_params *p, int64_t deadline, PGresult **res,
-    const char *what, struct buf *err)
+px_query(struct inbox_pg *ib, const char *sql, const struct px_params *p,
+    int64_t deadline, PGresult **res, const char *what, struct buf *err)
 {
 	enum inbox_status s;
 
@@ -414,8 +367,42 @@ px_query(struct inbox_pg *ib, const char *stmt, const char *sql,
 		return s;
 	if (deadline == 0)
 		deadline = default_deadline(ib);
+	/* A statement that is its own transaction, where commits must be
+	 * raised to synchronous_commit = on (make_synchronous): raised for
+	 * that transaction, never the session, which a pooler shares. */
+	if (ib->sync_weak && PQtransactionStatus(ib->conn) == PQTRANS_IDLE) {
+		PGresult *two[2] = { NULL, NULL };
+		const char *sqls[2] = { SYNC_ON_SQL, sql };
+		const struct px_params *ps[2] = { NULL, p };
+		struct buf text;
+
+		if (p != NULL) {
+			s = pipeline(ib, 2, sqls, ps, two, deadline, what, err);
+			PQclear(two[0]);
+			if (res != NULL)
+				*res = two[1];
+			else
+				PQclear(two[1]);
+			return s;
+		}
+		/* Several statements in one simple query are one implicit
+		 * transaction block, where SET LOCAL holds (and a BEGIN in it
+		 * makes it an explicit one, the same transaction). */
+		buf_init(&text, SIZE_MAX / 2);
+		if (buf_printf(&text, "SET LOCAL synchronous_commit = on; %s",
+		    sql) == -1) {
+			buf_free(&text);
+			return px_fail(ib, err, INBOX_FAILED, what,
+			    "out of memory");
+		}
+		ib->warned = 0;
+		if ((s = send_one(ib, text.data, NULL, what, err)) == INBOX_OK)
+			s = collect(ib, deadline, res, what, err);
+		buf_free(&text);
+		return s;
+	}
 	ib->warned = 0;
-	if ((s = send_one(ib, stmt, sql, p, deadline, what, err)) != INBOX_OK)
+	if ((s = send_one(ib, sql, p, what, err)) != INBOX_OK)
 		return s;
 	return collect(ib, deadline, res, what, err);
 }
@@ -425,10 +412,45 @@ px_pipeline(struct inbox_pg *ib, int n, const char *const sql[],
     const struct px_params *const p[], PGresult *res[], const char *what,
     struct buf *err)
 {
+	const char *sqls[PX_PIPELINE_MAX + 1];
+	const struct px_params *ps[PX_PIPELINE_MAX + 1];
+	PGresult *r[PX_PIPELINE_MAX + 1];
+	enum inbox_status s;
+	int i;
+
+	if (n > PX_PIPELINE_MAX) {
+		for (i = 0; i < n; i++)
+			res[i] = NULL;
+		return px_fail(ib, err, INBOX_FAILED, what, "a pipeline "
+		    "longer than PX_PIPELINE_MAX (a bug)");
+	}
+	if (!ib->sync_weak)
+		return pipeline(ib, n, sql, p, res, default_deadline(ib), what,
+		    err);
+	/* Its implicit transaction commits with synchronous_commit raised
+	 * (px_query). */
+	sqls[0] = SYNC_ON_SQL;
+	ps[0] = NULL;
+	for (i = 0; i < n; i++) {
+		sqls[i + 1] = sql[i];
+		ps[i + 1] = p[i];
+	}
+	s = pipeline(ib, n + 1, sqls, ps, r, default_deadline(ib), what, err);
+	PQclear(r[0]);
+	for (i = 0; i < n; i++)
+		res[i] = r[i + 1];
+	return s;
+}
+
+/* px_pipeline, until `deadline`. */
+static enum inbox_status
+pipeline(struct inbox_pg *ib, int n, const char *const sql[],
+    const struct px_params *const p[], PGresult *res[], int64_t deadline,
+    const char *what, struct buf *err)
+{
 	/* Every statement goes by the extended protocol, the only one a
 	 * pipeline takes: none with parameters has an empty list. */
 	static const struct px_params none;
-	int64_t deadline = default_deadline(ib);
 	enum inbox_status s, w = INBOX_OK;
 	PGresult *r;
 	int i;
@@ -440,16 +462,6 @@ px_pipeline(struct inbox_pg *ib, int n, const char *const sql[],
 	if (PQtransactionStatus(ib->conn) != PQTRANS_IDLE)
 		return px_fail(ib, err, INBOX_FAILED, what, "a pipeline "
 		    "inside a transaction (a bug)");
-	/* Prepared before the pipeline: preparing is a round trip of its
-	 * own, once per connection. */
-	for (i = 0; i < n; i++)
-		if (p[i] == NULL || p[i]->xv == NULL) {
-			char name[16];
-
-			if ((s = prepared(ib, sql[i], name, deadline, what,
-			    err)) != INBOX_OK)
-				return s;
-		}
 	ib->warned = 0;
 	if (!PQenterPipelineMode(ib->conn)) {
 		ib->broken = 1;
@@ -457,8 +469,8 @@ px_pipeline(struct inbox_pg *ib, int n, const char *const sql[],
 		    PQerrorMessage(ib->conn));
 	}
 	for (i = 0; i < n && s == INBOX_OK; i++)
-		s = send_one(ib, NULL, sql[i], p[i] != NULL ? p[i] : &none,
-		    deadline, what, err);
+		s = send_one(ib, sql[i], p[i] != NULL ? p[i] : &none, what,
+		    err);
 	if (s == INBOX_OK && !PQpipelineSync(ib->conn)) {
 		ib->broken = 1;
 		s = px_fail(ib, err, INBOX_FAILED, what,
@@ -489,8 +501,7 @@ px_pipeline(struct inbox_pg *ib, int n, const char *const sql[],
 	}
 	if (w != INBOX_OK)
 		s = w;
-	for (i = 0; i < n; i++)
-		s = settle(ib, s, res[i], what, err);
+	s = settle(ib, s, what, err);
 	if (s == INBOX_OK)
 		s = px_warned(ib, what, err);
 	if (s != INBOX_OK)
@@ -505,7 +516,7 @@ enum inbox_status
 px_exec(struct inbox_pg *ib, const char *sql, const struct px_params *p,
     int64_t deadline, const char *what, struct buf *err)
 {
-	return px_query(ib, NULL, sql, p, deadline, NULL, what, err);
+	return px_query(ib, sql, p, deadline, NULL, what, err);
 }
 
 enum inbox_status
@@ -535,7 +546,7 @@ px_commit(struct inbox_pg *ib, int64_t deadline, const char *what,
 	PGresult *r = NULL;
 	enum inbox_status s;
 
-	if ((s = px_query(ib, NULL, "COMMIT", NULL, deadline, &r, what,
+	if ((s = px_query(ib, "COMMIT", NULL, deadline, &r, what,
 	    err)) != INBOX_OK)
 		return s;
 	/* COMMIT of a transaction that failed answers ROLLBACK. */
