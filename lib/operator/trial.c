@@ -35,6 +35,10 @@ keep_one(const struct inbox_event *e, void *arg)
 	k->object_id = e->object_id ? strdup(e->object_id) : NULL;
 	memcpy(k->created_at, e->created_at, sizeof k->created_at);
 	memcpy(k->updated_at, e->updated_at, sizeof k->updated_at);
+	/* With received_at, a verdict finds this very row (store/inbox.h). */
+	memcpy(k->received_at, e->received_at, sizeof k->received_at);
+	memcpy(k->sort_at, e->sort_at, sizeof k->sort_at);
+	k->seq = e->seq;
 	k->truncated = e->truncated;
 	k->attempts = e->attempts;
 	k->failures = e->failures;
