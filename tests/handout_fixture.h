@@ -1,0 +1,143 @@
+/*
+ * handout_fixture: the drainer's hand-out as the store tests drive it —
+ * due ids in order, a run without a handler, a claim, a verdict — over
+ * the public store API (lib/store/inbox.h), shared by the contract suite
+ * (test_store.c) and the SQLite engine's own (test_inbox.c).
+ *
+ * The including file defines, before including it: `ib` (the open
+ * struct inbox *), `err` (a struct buf), and the ERR and OK macros.
+ */
+#ifndef WEBHOOK_TESTS_HANDOUT_FIXTURE_H
+#define WEBHOOK_TESTS_HANDOUT_FIXTURE_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "lib/store/inbox.h"
+#include "tests/store_fixture.h"
+
+/* Ids inbox_next_due hands out from a fresh cursor (without claiming). */
+static const char *
+due(int64_t now, int64_t settle)
+{
+	static char out[4096];
+	struct inbox_cursor cur;
+	struct inbox_event e;
+	enum inbox_status s;
+	size_t len = 0;
+
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	out[0] = '\0';
+	while ((s = inbox_next_due(ib, &cur, now, settle, 0, &e, &err)) ==
+	    INBOX_OK) {
+		ck_assert_uint_lt(len + strlen(e.webhook_id) + 2, sizeof out);
+		len += (size_t)snprintf(out + len, sizeof out - len, "%s%s",
+		    len ? "," : "", e.webhook_id);
+	}
+	ck_assert_msg(s == INBOX_NOT_FOUND, "inbox_next_due: %d: %s", s, ERR);
+	inbox_event_free(&e);
+	return out;
+}
+
+/* Find `id` among the due events at `now` (settle 0), as the drainer would
+ * meet it. */
+static void
+take(const char *id, int64_t now, struct inbox_event *e)
+{
+	struct inbox_cursor cur;
+	enum inbox_status s;
+
+	memset(&cur, 0, sizeof cur);
+	for (;;) {
+		s = inbox_next_due(ib, &cur, now, 0, 0, e, &err);
+		ck_assert_msg(s == INBOX_OK, "%s is not due (%d: %s)", id, s,
+		    ERR);
+		if (strcmp(e->webhook_id, id) == 0)
+			return;
+	}
+}
+
+static enum inbox_claim
+claim(struct inbox_event *e, int64_t now)
+{
+	enum inbox_claim c = INBOX_SKIPPED;
+
+	OK(inbox_claim(ib, e, now, &c, &err));
+	return c;
+}
+
+/* Take and claim `id` at `now`, and mark it done if `finish` and it was
+ * handed out; returns the claim. */
+static enum inbox_claim
+take_claim(const char *id, int64_t now, int finish)
+{
+	struct inbox_event e;
+	enum inbox_claim c;
+
+	inbox_event_init(&e);
+	take(id, now, &e);
+	c = claim(&e, now);
+	if (finish && (c == INBOX_CLAIMED || c == INBOX_CLAIMED_STALE))
+		OK(inbox_finish_done(ib, &e, now, "ok\n", 3, &err));
+	inbox_event_free(&e);
+	return c;
+}
+
+static void
+done(const char *id, int64_t now)
+{
+	ck_assert_int_eq(take_claim(id, now, 1), INBOX_CLAIMED);
+}
+
+/*
+ * A drainer run at `now` without the handler: every due event in order,
+ * claimed, then done — or failed when its id is in `fail` (",a,b,").
+ * Returns what happened: "id" done, "id!" failed, "id+" failed and died,
+ * "id~" marked stale, "id?" skipped; "^" after an id claimed though stale.
+ */
+static const char *
+drain(int64_t now, const char *fail, int64_t max_attempts)
+{
+	static char out[16384];
+	struct inbox_cursor cur;
+	struct inbox_event e;
+	enum inbox_status s;
+	enum inbox_claim c;
+	char key[160];
+	size_t len = 0;
+	int dead;
+
+	memset(&cur, 0, sizeof cur);
+	inbox_event_init(&e);
+	out[0] = '\0';
+	while ((s = inbox_next_due(ib, &cur, now, 0, 0, &e, &err)) == INBOX_OK) {
+		const char *mark = "";
+
+		c = claim(&e, now);
+		snprintf(key, sizeof key, ",%s,", e.webhook_id);
+		if (c == INBOX_MARKED_STALE) {
+			mark = "~";
+		} else if (c == INBOX_SKIPPED) {
+			mark = "?";
+		} else if (strstr(fail, key) != NULL) {
+			OK(fixture_fail(ib, &e, now, 60 * SEC,
+			    max_attempts, "exit 1", "no\n", 3, &dead, &err));
+			mark = c == INBOX_CLAIMED_STALE ? (dead ? "^+" : "^!") :
+			    (dead ? "+" : "!");
+		} else {
+			OK(inbox_finish_done(ib, &e, now, NULL, 0, &err));
+			mark = c == INBOX_CLAIMED_STALE ? "^" : "";
+		}
+		len += (size_t)snprintf(out + len, sizeof out - len, "%s%s%s",
+		    len ? "," : "", e.webhook_id, mark);
+		ck_assert_uint_lt(len, sizeof out - 1);
+	}
+	ck_assert_msg(s == INBOX_NOT_FOUND, "inbox_next_due: %d: %s", s, ERR);
+	inbox_event_free(&e);
+	return out;
+}
+
+#endif
