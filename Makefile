@@ -248,10 +248,22 @@ bench: deps
 	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/history_cost \
 	    $(B)/bench/cgiloop \
 	    $(SB)/bench/cgi_ceiling $(SB)/bench/cgi_sqlite_floor
+	@if command -v npm >/dev/null 2>&1; then \
+		$(MAKE) bench/peer/node_modules/.package-lock.json; \
+	else \
+		echo "make bench: no npm: bench/run leaves the peer's rows out"; \
+	fi
 	bench/run
 	python3 bench/cgi.py $(SB) $(B) --out $${BENCH_RESULTS:-bench/RESULTS.md}
 	python3 bench/goals.py $${BENCH_GOALS:-$(B)/bench/goals.tsv} \
 	    --out $${BENCH_RESULTS:-bench/RESULTS.md}
+
+# bench/run's peer (bench/peer/, docs/receiver-throughput.md): its npm
+# packages as package-lock.json pins them, installed again only when that
+# changes (better-sqlite3 compiles SQLite: minutes).  make bench only;
+# make test never needs Node.
+bench/peer/node_modules/.package-lock.json: bench/peer/package-lock.json
+	cd bench/peer && npm ci --no-audit --no-fund
 
 # The plain-CGI row (bench/cgi.py): its client, and its ceiling, linked
 # statically like the receiver it is compared with.
