@@ -387,12 +387,19 @@ def ab_lines(ab):
         L.append("")
         # The median of each pair's ratio: a pair's two drains ran back to
         # back, under the same load; pairs apart did not.
+        rate = statistics.median(p["ours"]["rate"] / p["base"]["rate"]
+                                 for p in valid)
         L.append("Median of the valid pairs' ratios: events/s ours ÷ baseline "
                  "**%.2f**, CPU per event ours ÷ baseline **%.2f**." % (
-                     statistics.median(p["ours"]["rate"] / p["base"]["rate"]
-                                       for p in valid),
+                     rate,
                      statistics.median(p["ours"]["cpu_ms_per_event"] /
                                        p["base"]["cpu_ms_per_event"] for p in valid)))
+        bl.goal("A/B: the drain (one job, handler `true`) ≥ 0.95 × "
+                "BENCH_DRAIN_BASELINE's events/s, median of %d pairs"
+                % len(valid), "%.2f" % rate, "met" if rate >= 0.95 else "not met")
+    else:
+        bl.goal("A/B: the drain (one job, handler `true`) ≥ 0.95 × "
+                "BENCH_DRAIN_BASELINE's events/s", "no valid pair", "invalid")
     return L
 
 
