@@ -344,7 +344,7 @@ class TestMisconfigured(ReceiverBase):
     def test_bad_secret_line_beside_a_good_one_is_skipped(self):
         # One secret line that cannot load (a URL-safe paste) beside one
         # that does: not 503 for every delivery -- the good one verifies,
-        # the bad line is logged, never its value (docs/secrets.md).
+        # the bad line is logged, never its value (docs/signing-secrets.md).
         bad = "whsec_C2FVsBQIhrscChlQIMV-b5sSYspob7oD"
         write_conf(self.sb.conf, secret=[bad, SECRET_A], database=self.sb.db)
         mid = self.new_id()

@@ -535,7 +535,7 @@ END_TEST
 
 /*
  * One secret line that cannot load is not the whole config's failure
- * while another secret loads (docs/secrets.md): the good ones verify, the
+ * while another secret loads (docs/signing-secrets.md): the good ones verify, the
  * bad line is named in secret_skipped (never its value) for the
  * receiver's log and check.  Either order; several bad lines; any other
  * error still fails the file, and is the one reported.
@@ -1252,7 +1252,7 @@ START_TEST(wrong_secret_prefix)
 		    err_text(&l));
 		load_done(&l);
 		/* Beside one that loads: skipped, named the same way
-		 * (docs/secrets.md). */
+		 * (docs/signing-secrets.md). */
 		snprintf(text, sizeof text, MINIMAL "secret = %s%s\n", prefixes[i],
 		    OTHER_SECRET + 6);
 		load(text, &l);

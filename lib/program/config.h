@@ -48,7 +48,7 @@ struct config {
 	 * never a value.  Such a line is skipped, not fatal: the secrets that
 	 * loaded still verify (deliveries signed only with the skipped one
 	 * get 401), the receiver logs each line when it loads the config,
-	 * and `check` names each as a failure (docs/secrets.md). */
+	 * and `check` names each as a failure (docs/signing-secrets.md). */
 	char			*secret_skipped;
 	/* Defaults and ranges: the table in program/config.c
 	 * (docs/DESIGN.md "Configuration"). */
