@@ -199,9 +199,25 @@ enum inbox_status inbox_upkeep_start(const char *database,
 void	inbox_upkeep_note(struct inbox_upkeep *up, const struct inbox *writer);
 void	inbox_upkeep_stop(struct inbox_upkeep *up);
 
+/*
+ * Sources (docs/DESIGN.md "Sources"): every event belongs to one, by name.
+ * The top-level keys of the config are the source called "default"
+ * (INBOX_DEFAULT_SOURCE), whose events keep their webhook-id as their
+ * inbox id; an event of a [source NAME] section is stored under
+ * "NAME/" + the provider's own id, so that two providers' ids never meet
+ * and duplicates are found per source.
+ */
+#define INBOX_DEFAULT_SOURCE	"default"
+/* Longest source name, bytes (a-z, 0-9, '_', '-'; config.h checks). */
+#define INBOX_SOURCE_MAX	32
+
 /* A verified delivery, as the receiver stores it. */
 struct inbox_delivery {
-	const char		*webhook_id;	/* NUL-terminated */
+	const char		*webhook_id;	/* NUL-terminated; for a named
+						 * source "NAME/provider-id" */
+	/* Its source's name: INBOX_DEFAULT_SOURCE, or a [source NAME]'s.
+	 * NULL is taken as INBOX_DEFAULT_SOURCE. */
+	const char		*source;
 	int64_t			 webhook_timestamp;	/* Unix seconds */
 	const char		*secret_fp;	/* fingerprint of the verifying key */
 	const void		*body;		/* exact bytes */
@@ -218,7 +234,9 @@ struct inbox_delivery {
 
 /*
  * Store a delivery under its webhook-id in one transaction; a webhook-id
- * already there is left as it is.  The wait for the write lock ends at
+ * already there is left as it is.  An id already stored from another
+ * source (a default-source sender whose own ids look like "NAME/…") is not
+ * a duplicate: INBOX_FAILED, saying whose it is, nothing written.  The wait for the write lock ends at
  * busy_timeout_ms or at d->deadline, whichever comes first.
  * INBOX_OK: new and committed (durable per the synchronous level);
  * INBOX_DUPLICATE: already there, nothing written (with group commit it is
@@ -235,6 +253,7 @@ enum inbox_status inbox_store(struct inbox *ib, const struct inbox_delivery *d,
 /* One event as the drainer and the operator see it. */
 struct inbox_event {
 	char	*webhook_id;
+	char	 source[INBOX_SOURCE_MAX + 1];	/* its source's name */
 	char	 state[8];		/* pending, done, stale, dead */
 	struct buf body;		/* exact bytes; has_body 0 once purged */
 	int	 has_body;
@@ -403,6 +422,7 @@ enum inbox_status inbox_cursor_get(struct inbox *ib, const char *name,
 /* Which events an operator command applies to (NULL/"" = any). */
 struct inbox_filter {
 	const char	*webhook_id;	/* exact id */
+	const char	*source;	/* a source's name ("default" too) */
 	const char	*state;		/* a state, or "retrying": pending
 					 * events that failed and wait for
 					 * their next attempt */
@@ -483,6 +503,20 @@ struct inbox_status_report {
 enum inbox_status inbox_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/* One source's events by state, for status, the report page and metrics. */
+struct inbox_source_count {
+	char	source[INBOX_SOURCE_MAX + 1];
+	int64_t	pending, done, stale, dead;
+	int64_t	waiting_retry;		/* pending with failures > 0 */
+};
+/*
+ * Call fn once per source that has events, in name order (bodies
+ * untouched; one read transaction).  fn returns 0 to go on, -1 to stop.
+ */
+enum inbox_status inbox_count_sources(struct inbox *ib,
+	    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+	    struct buf *err) __attribute__((warn_unused_result));
 
 /*
  * For `check`: can this process take the write lock and write?  A write
