@@ -104,8 +104,9 @@ store(struct inbox *ib, int n, long *seq, int checkpointing, struct buf *err)
 		make(i, seq);
 		if (event_extract(ids[i], bodies[i], BODY, &f[i]) == -1)
 			return -1;
-		d[i] = (struct inbox_delivery){ ids[i], 1764496800, "fp", bodies[i],
-		    BODY, &f[i], 0 };
+		d[i] = (struct inbox_delivery){ .webhook_id = ids[i],
+		    .webhook_timestamp = 1764496800, .secret_fp = "fp",
+		    .body = bodies[i], .body_len = BODY, .fields = &f[i] };
 	}
 	if (inbox_store_batch(ib, &b, err) != INBOX_OK || b.stored != n)
 		rc = -1;

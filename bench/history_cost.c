@@ -107,8 +107,10 @@ fill(const char *db, int n, struct buf *err)
 			    "{\"object\":\"client\",\"id\":\"cli_%09d\"}}", i + k);
 			if (event_extract(ids[k], body, (size_t)len, &f[k]) == -1)
 				return -1;
-			d[k] = (struct inbox_delivery){ ids[k], 1764496800, "fp",
-			    body, (size_t)len, &f[k], 0 };
+			d[k] = (struct inbox_delivery){ .webhook_id = ids[k],
+			    .webhook_timestamp = 1764496800, .secret_fp = "fp",
+			    .body = body, .body_len = (size_t)len,
+			    .fields = &f[k] };
 			/* body is reused: store this one before the next */
 			b.d = &d[k];
 			b.n = 1;
