@@ -216,7 +216,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    s->id == SCHEME_GITHUB, body, (size_t)(end - body)));
 	}
 
-	if (scheme_extract(s, &h, body, (size_t)(end - body), &f, &why) == 0) {
+	if (scheme_extract(s, NULL, &h, body, (size_t)(end - body), &f, &why) == 0) {
 		const char *const fields[] = { f.id, f.type, f.time, f.object };
 
 		for (i = 0; i < 4; i++) {

@@ -831,6 +831,208 @@ START_TEST(sections_refused)
 }
 END_TEST
 
+
+/* [source NAME] sections (docs/providers.md): each sender with its scheme
+ * and its secrets exactly as the provider shows them. */
+START_TEST(sources_loaded)
+{
+	const struct config_source *st, *gh, *hm, *tw;
+	struct load l;
+
+	load(MINIMAL
+	    "\n[source stripe]\n"
+	    "scheme = stripe\n"
+	    "secret = whsec_5f0c3d9a7be4e1c2b8a6d4f0e9c7a5b3\n"
+	    "secret = whsec_0123456789abcdef0123456789abcdef\n"
+	    "tolerance = 10m\n"
+	    "[source gh]\n"
+	    "scheme = github\n"
+	    "secret = It's a Secret to Everybody\n"
+	    "[source my-erp]\n"
+	    "scheme = hmac\n"
+	    "header = X-Signature\n"
+	    "prefix = sha256=\n"
+	    "algorithm = sha512\n"
+	    "encoding = base64\n"
+	    "timestamp_header = X-Time\n"
+	    "separator = :\n"
+	    "secret = k\n"
+	    "[source twilio]\n"
+	    "scheme = twilio\n"
+	    "url = https://hooks.example.net/webhook.fcgi/twilio\n"
+	    "secret = 9f8e7d6c5b4a39281706f5e4d3c2b1a0\n"
+	    "id = I-Twilio-Idempotency-Token\n"
+	    "type = /EventType\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsources, 4);
+	/* The top-level secret stays the default source's. */
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	st = config_source_find(&l.c, "stripe");
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(st->scheme->id, SCHEME_STRIPE);
+	ck_assert_uint_eq(st->nsecrets, 2);
+	/* Stripe's key is the whole whsec_ text. */
+	ck_assert_uint_eq(st->secrets[0].len, 38);
+	ck_assert_mem_eq(st->secrets[0].key, "whsec_5f0c", 10);
+	ck_assert_int_eq(st->params.tolerance, 600);
+	ck_assert_int_eq(st->line, 4);
+	gh = config_source_find(&l.c, "gh");
+	ck_assert_ptr_nonnull(gh);
+	ck_assert_uint_eq(gh->secrets[0].len, 26);
+	ck_assert_mem_eq(gh->secrets[0].key, "It's a Secret to Everybody", 26);
+	ck_assert_int_eq(gh->params.tolerance, 0);
+	hm = config_source_find(&l.c, "my-erp");
+	ck_assert_ptr_nonnull(hm);
+	ck_assert_str_eq(hm->params.header, "X-Signature");
+	ck_assert_str_eq(hm->params.prefix, "sha256=");
+	ck_assert_int_eq(hm->params.alg, SCHEME_SHA512);
+	ck_assert_int_eq(hm->params.encoding, SCHEME_BASE64);
+	ck_assert_str_eq(hm->params.timestamp_header, "X-Time");
+	ck_assert_str_eq(hm->params.separator, ":");
+	tw = config_source_find(&l.c, "twilio");
+	ck_assert_ptr_nonnull(tw);
+	ck_assert_str_eq(tw->params.url,
+	    "https://hooks.example.net/webhook.fcgi/twilio");
+	/* Fields: a header name or a JSON pointer, kept as written. */
+	ck_assert_str_eq(tw->locate.id, "I-Twilio-Idempotency-Token");
+	ck_assert_str_eq(tw->locate.type, "/EventType");
+	ck_assert_ptr_null(tw->locate.time);
+	ck_assert_ptr_null(st->locate.id);
+	ck_assert_ptr_null(config_source_find(&l.c, "shopify"));
+	load_done(&l);
+}
+END_TEST
+
+/* A file of sections alone has no default source: no top-level secret is
+ * asked for (docs/DESIGN.md "Sources"). */
+START_TEST(sources_only)
+{
+	struct load l;
+
+	load("database = /tmp/inbox.db\n"
+	    "handler = /bin/true\n"
+	    "[source gh]\n"
+	    "scheme = github\n"
+	    "secret = x\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 0);
+	ck_assert_uint_eq(l.c.nsources, 1);
+	load_done(&l);
+	/* Without any section the secret stays required. */
+	load("database = /tmp/inbox.db\nhandler = /bin/true\n", &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), "secret: required"), "%s",
+	    err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+/* Each mistake in a source, refused with its line and never its secret. */
+START_TEST(sources_refused)
+{
+	static const struct {
+		const char	*text;
+		const char	*want;	/* the error after "<path>" */
+	} cases[] = {
+		{ "[source stripe]\nsecret = whsec_abc\n",
+		  ":4: [source stripe]: secret: put scheme = first" },
+		{ "[source stripe]\nscheme = strype\n",
+		  ":4: [source stripe]: scheme: not one of standard stripe "
+		  "github shopify woocommerce slack paddle discord gitlab "
+		  "twilio hmac" },
+		{ "[source stripe]\nscheme = stripe\nsecret = sk_live_51AbCdEfGh\n",
+		  ":5: [source stripe]: secret: that is a Stripe API key; the "
+		  "webhook signing secret starts with whsec_ (Dashboard, "
+		  "Webhooks, the endpoint)" },
+		{ "[source stripe]\nscheme = stripe\n",
+		  ":3: [source stripe]: secret: required (as the provider's "
+		  "dashboard shows it)" },
+		{ "[source stripe]\n",
+		  ":3: [source stripe]: scheme: required" },
+		{ "[source a]\nscheme = github\nsecret = x\n[source a]\n",
+		  ":6: [source a]: given twice (line 3)" },
+		{ "[source Stripe]\n",
+		  ":3: [source NAME]: NAME is 1 to 32 of a-z, 0-9, _ and -" },
+		{ "[source]\n",
+		  ":3: sections are not used in this file but [source NAME]" },
+		{ "[source a] x\n",
+		  ":3: sections are not used in this file but [source NAME]" },
+		{ "[source a]\nscheme = stripe\nheader = X-Sig\n",
+		  ":5: [source a]: header: only for scheme = hmac" },
+		{ "[source a]\nscheme = github\nurl = https://x/\n",
+		  ":5: [source a]: url: only for scheme = twilio" },
+		{ "[source a]\nscheme = hmac\nsecret = k\n",
+		  ":3: [source a]: scheme = hmac needs a signature header" },
+		{ "[source a]\nscheme = twilio\nsecret = k\n",
+		  ":3: [source a]: scheme = twilio needs url = the https:// URL "
+		  "given to Twilio (at most 1024 bytes)" },
+		{ "[source a]\nscheme = github\nscheme = github\n",
+		  ":5: [source a]: scheme: given twice" },
+		{ "[source a]\nscheme = github\nhandler = /bin/true\n",
+		  ":5: [source a]: handler: not a source's key (top-level keys "
+		  "go above the first section)" },
+		{ "[source a]\nscheme = github\nwhsec_abcdefgh = x\n",
+		  ":5: [source a]: unknown key" },
+		{ "[source a]\nscheme = github\nsecret = \"abc\"\n",
+		  ":5: [source a]: secret: in quotes: values are written "
+		  "without them" },
+		{ "[source a]\nscheme = hmac\nalgorithm = md5\n",
+		  ":5: [source a]: algorithm: not one of sha1 sha256 sha512" },
+		{ "[source a]\nscheme = slack\ntolerance = 2d\n",
+		  ":5: [source a]: tolerance: not a duration of 0 (no window) "
+		  "to 1d" },
+		{ "[source default]\n",
+		  ":3: [source default]: the top-level keys are the default "
+		  "source; name this one otherwise" },
+		{ "[source a]\nscheme = github\nid = X Id\n",
+		  ":5: [source a]: id: neither a header name nor a JSON "
+		  "pointer (\"/data/id\")" },
+		{ "[source a]\nscheme = github\nobject = \n",
+		  ":5: [source a]: object: empty value" },
+		{ "[source a]\nscheme = discord\nsecret = abcd\n",
+		  ":5: [source a]: secret: a Discord public key is 64 hex "
+		  "digits (General Information, Public Key)" },
+	};
+	struct load l;
+	char text[1024];
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		snprintf(text, sizeof text, "%s%s", MINIMAL, cases[i].text);
+		load(text, &l);
+		ck_assert_msg(l.rc == -1, "case %zu loaded", i);
+		FAILED_WITH(&l, cases[i].want);
+		ck_assert_msg(!contains(err_text(&l), "51AbCdEfGh"),
+		    "a secret in: %s", err_text(&l));
+		load_done(&l);
+	}
+}
+END_TEST
+
+/* The most sections, and one more. */
+START_TEST(sources_capped)
+{
+	struct buf text;
+	struct load l;
+
+	buf_init(&text, CONFIG_FILE_MAX);
+	ck_assert_int_eq(buf_printf(&text, "%s", MINIMAL), 0);
+	for (int i = 0; i < CONFIG_SOURCES_MAX; i++)
+		ck_assert_int_eq(buf_printf(&text, "[source s%d]\nscheme = "
+		    "gitlab\nsecret = t%d\n", i, i), 0);
+	load(text.data, &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsources, CONFIG_SOURCES_MAX);
+	load_done(&l);
+	ck_assert_int_eq(buf_printf(&text, "[source extra]\n"), 0);
+	load(text.data, &l);
+	ck_assert_int_eq(l.rc, -1);
+	ck_assert_msg(contains(err_text(&l), "more than 16 [source] sections"),
+	    "%s", err_text(&l));
+	load_done(&l);
+	buf_free(&text);
+}
+END_TEST
+
 /* A file of exactly `size` bytes: MINIMAL, then one comment line. */
 static char *
 file_of_size(size_t size)
@@ -1346,6 +1548,10 @@ config_suite(void)
 	tcase_add_test(tc, required_keys);
 	tcase_add_test(tc, no_inline_comments);
 	tcase_add_test(tc, sections_refused);
+	tcase_add_test(tc, sources_loaded);
+	tcase_add_test(tc, sources_refused);
+	tcase_add_test(tc, sources_only);
+	tcase_add_test(tc, sources_capped);
 	tcase_add_test(tc, file_size_cap);
 	tcase_add_test(tc, empty_value);
 	tcase_add_test(tc, malformed_lines);

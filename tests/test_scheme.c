@@ -249,7 +249,7 @@ START_TEST(vector)
 		ck_assert_str_eq(scheme_recognise(&h)->name, looks);
 	}
 	if (rc == 0 && (id != NULL || type != NULL)) {
-		ck_assert_msg(scheme_extract(s, &h, (const unsigned char *)body,
+		ck_assert_msg(scheme_extract(s, NULL, &h, (const unsigned char *)body,
 		    strlen(body), &f, &why) == 0, "%s: %s", name, why);
 		if (id != NULL)
 			ck_assert_str_eq(f.id, id);
@@ -599,19 +599,19 @@ START_TEST(extract_defaults)
 	struct scheme_fields f;
 	const char *why;
 
-	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &h,
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 	    (const unsigned char *)body, strlen(body), &f, &why), 0);
 	ck_assert_str_eq(f.id, "evt_1");
 	ck_assert_str_eq(f.time, "1764806397");
 	ck_assert_str_eq(f.type, "payment_intent.succeeded");
 	ck_assert_str_eq(f.object, "pi_1");
 	/* Not JSON: nothing, and no error. */
-	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &h,
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 	    (const unsigned char *)"a=b", 3, &f, &why), 0);
 	ck_assert_str_eq(f.id, "");
 	/* A fractional or huge number is no id. */
 	body = "{\"id\":1.5,\"created\":1e300}";
-	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &h,
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 	    (const unsigned char *)body, strlen(body), &f, &why), 0);
 	ck_assert_str_eq(f.id, "");
 	ck_assert_str_eq(f.time, "");
@@ -620,10 +620,10 @@ START_TEST(extract_defaults)
 		char big[400];
 
 		snprintf(big, sizeof big, "{\"id\":\"%0300d\"}", 0);
-		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &h,
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 		    (const unsigned char *)big, strlen(big), &f, &why), -1);
 		body = "{\"id\":\"a\\u0001b\"}";
-		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &h,
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 		    (const unsigned char *)body, strlen(body), &f, &why), -1);
 	}
 	/* Headers win over the body; svix-* names count for standard. */
@@ -632,11 +632,41 @@ START_TEST(extract_defaults)
 		struct scheme_headers h2 = { list_get, (void *)l2 };
 
 		body = "{\"type\":\"a.b\"}";
-		ck_assert_int_eq(scheme_extract(scheme_find("standard"), &h2,
+		ck_assert_int_eq(scheme_extract(scheme_find("standard"), NULL, &h2,
 		    (const unsigned char *)body, strlen(body), &f, &why), 0);
 		ck_assert_str_eq(f.id, "msg_1");
 		ck_assert_str_eq(f.type, "a.b");
 		ck_assert_str_eq(f.time, "1764806400");
+	}
+	/* A source's places win over the scheme's: a header by name, a
+	 * pointer by its '/', and an absent place yields nothing rather than
+	 * falling back to the default. */
+	{
+		const char *l3[] = { "X-Request-Id", "req_9", NULL };
+		struct scheme_headers h3 = { list_get, (void *)l3 };
+		struct scheme_locate over = { "X-Request-Id", NULL,
+		    "/data/object/updated", "/data/object/customer" };
+
+		body = "{\"id\":\"evt_1\",\"created\":5,\"type\":\"t\","
+		    "\"data\":{\"object\":{\"id\":\"pi_1\",\"updated\":7,"
+		    "\"customer\":\"cus_3\"}}}";
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &over,
+		    &h3, (const unsigned char *)body, strlen(body), &f, &why), 0);
+		ck_assert_str_eq(f.id, "req_9");
+		ck_assert_str_eq(f.type, "t");
+		ck_assert_str_eq(f.time, "7");
+		ck_assert_str_eq(f.object, "cus_3");
+		over.id = "X-Absent";
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), &over,
+		    &h3, (const unsigned char *)body, strlen(body), &f, &why), 0);
+		ck_assert_str_eq(f.id, "");
+		/* github has no pointer of its own: an override still parses
+		 * the body. */
+		over = (struct scheme_locate){ .object = "/repository/id" };
+		body = "{\"repository\":{\"id\":42}}";
+		ck_assert_int_eq(scheme_extract(scheme_find("github"), &over,
+		    &h3, (const unsigned char *)body, strlen(body), &f, &why), 0);
+		ck_assert_str_eq(f.object, "42");
 	}
 }
 END_TEST

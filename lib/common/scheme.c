@@ -542,22 +542,49 @@ field(const struct scheme *s, const struct scheme_headers *h, const cJSON *j,
 	return 0;
 }
 
-int
-scheme_extract(const struct scheme *s, const struct scheme_headers *h,
-    const unsigned char *body, size_t body_len, struct scheme_fields *out,
+/* Where a field is: the source's place when it names one (a pointer when
+ * it starts with '/', else a header), or the scheme's pair. */
+static int
+locate(const struct scheme *s, const struct scheme_headers *h, const cJSON *j,
+    const char *over, const char *header, const char *ptr, char *out,
     const char **why)
 {
+	if (over != NULL)
+		return over[0] == '/' ? field(s, h, j, NULL, over, out, why) :
+		    field(s, h, j, over, NULL, out, why);
+	return field(s, h, j, header, ptr, out, why);
+}
+
+/* Is `over` (NULL) or the default a pointer, so the body must be parsed? */
+static int
+wants_body(const char *over, const char *ptr)
+{
+	return over != NULL ? over[0] == '/' : ptr != NULL;
+}
+
+int
+scheme_extract(const struct scheme *s, const struct scheme_locate *over,
+    const struct scheme_headers *h, const unsigned char *body,
+    size_t body_len, struct scheme_fields *out, const char **why)
+{
+	static const struct scheme_locate none;
 	cJSON *j = NULL;
 	int rc = -1;
 
+	if (over == NULL)
+		over = &none;
 	memset(out, 0, sizeof *out);
-	if (s->id_pointer != NULL || s->type_pointer != NULL ||
-	    s->time_pointer != NULL || s->object_pointer != NULL)
+	if (wants_body(over->id, s->id_pointer) ||
+	    wants_body(over->type, s->type_pointer) ||
+	    wants_body(over->time, s->time_pointer) ||
+	    wants_body(over->object, s->object_pointer))
 		j = cJSON_ParseWithLength((const char *)body, body_len);
-	if (field(s, h, j, s->id_header, s->id_pointer, out->id, why) == 0 &&
-	    field(s, h, j, s->type_header, s->type_pointer, out->type, why) == 0 &&
-	    field(s, h, j, s->time_header, s->time_pointer, out->time, why) == 0 &&
-	    field(s, h, j, NULL, s->object_pointer, out->object, why) == 0)
+	if (locate(s, h, j, over->id, s->id_header, s->id_pointer, out->id,
+	    why) == 0 && locate(s, h, j, over->type, s->type_header,
+	    s->type_pointer, out->type, why) == 0 && locate(s, h, j,
+	    over->time, s->time_header, s->time_pointer, out->time, why) == 0 &&
+	    locate(s, h, j, over->object, NULL, s->object_pointer, out->object,
+	    why) == 0)
 		rc = 0;
 	cJSON_Delete(j);
 	return rc;

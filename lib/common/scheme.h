@@ -85,7 +85,7 @@ struct scheme_params {
 	/* The generic `hmac` scheme: the signature header, a prefix before
 	 * the MAC ("sha256="), its algorithm and encoding, and an optional
 	 * timestamp header whose value is signed before the body, joined by
-	 * `separator` (default "."). */
+	 * `separator` (NULL: "."). */
 	const char		*header;
 	const char		*prefix;
 	enum scheme_alg		 alg;
@@ -244,15 +244,27 @@ struct scheme_fields {
 };
 
 /*
- * The defaults of scheme s for a verified delivery: each field from its
- * header when the scheme names one and it is present, else from the JSON
- * body at its pointer (a string, or an integer written in decimal).
+ * Where a source finds a field instead of its scheme's default
+ * (docs/providers.md "Fields"): an HTTP header's name ("X-Request-Id"),
+ * or, starting with '/', a JSON pointer into the body (RFC 6901,
+ * "/data/object/id").  NULL: the scheme's default.  Borrowed strings.
+ */
+struct scheme_locate {
+	const char	*id, *type, *time, *object;
+};
+
+/*
+ * The fields of a verified delivery: where `over` (NULL: none) names a
+ * place, from there only; else scheme s's defaults, each from its header
+ * when the scheme names one and it is present, else from the JSON body at
+ * its pointer (a string, or an integer written in decimal).
  * Returns 0, or -1 with *why static when a value is longer than
  * SCHEME_VALUE_MAX - 1 or holds a control byte (never cut: an id that
  * loses its tail would merge deliveries).  A body that is not JSON just
  * yields nothing from pointers.
  */
-int	scheme_extract(const struct scheme *s, const struct scheme_headers *h,
+int	scheme_extract(const struct scheme *s, const struct scheme_locate *over,
+	    const struct scheme_headers *h,
 	    const unsigned char *body, size_t body_len, struct scheme_fields *out,
 	    const char **why) __attribute__((warn_unused_result));
 

@@ -148,6 +148,10 @@ struct parse {
 	struct buf	 skipped;
 	int		 err_hard;	/* err holds an error not soft */
 	int		 hard_line;	/* the line of the first hard error */
+	/* The section being read: -1 none yet (top level), -2 a refused
+	 * one (its keys are skipped), else an index into c->sources. */
+	int		 source;
+	unsigned	 source_seen;	/* its single-valued keys given */
 };
 
 /*
@@ -558,6 +562,228 @@ set_key(struct parse *p, const char *name, const char *v)
 	return setters[k->kind](p, k, v);
 }
 
+/* ---- [source NAME] sections (docs/providers.md) ---- */
+
+/* A source's keys, each a bit of parse.source_seen; `only` is the scheme
+ * a key belongs to (SCHEME_COUNT: every scheme). */
+static const struct source_key {
+	const char	*name;
+	enum scheme_id	 only;
+} source_keys[] = {
+	{ "scheme", SCHEME_COUNT }, { "secret", SCHEME_COUNT },
+	{ "tolerance", SCHEME_COUNT }, { "url", SCHEME_TWILIO },
+	{ "header", SCHEME_HMAC }, { "prefix", SCHEME_HMAC },
+	{ "algorithm", SCHEME_HMAC }, { "encoding", SCHEME_HMAC },
+	{ "timestamp_header", SCHEME_HMAC }, { "separator", SCHEME_HMAC },
+	{ "id", SCHEME_COUNT }, { "type", SCHEME_COUNT },
+	{ "time", SCHEME_COUNT }, { "object", SCHEME_COUNT },
+};
+#define NSOURCE_KEYS	(sizeof source_keys / sizeof source_keys[0])
+
+/*
+ * A section line (s at its '['): "[source NAME]" opens a source; anything
+ * else is refused.  The line's name is printed only once it is known to
+ * be a well-formed NAME.
+ */
+static int
+section_line(struct parse *p, const char *s)
+{
+	struct config_source *src;
+	const char *name, *close, *after = NULL;
+	size_t n, i;
+
+	p->source = -2;
+	if ((close = strchr(s, ']')) != NULL)
+		after = close + 1 + strspn(close + 1, " \t\r");
+	if (strncmp(s, "[source ", 8) != 0 || close == NULL ||
+	    (*after != '\n' && *after != '\0'))
+		return fail(p, NULL, "sections are not used in this file but "
+		    "[source NAME]");
+	for (name = s + 8; *name == ' '; name++)
+		;
+	n = (size_t)(close - name);
+	if (n == 0 || n > CONFIG_SOURCE_NAME_MAX ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+		return fail(p, NULL, "[source NAME]: NAME is 1 to %d of a-z, "
+		    "0-9, _ and -", CONFIG_SOURCE_NAME_MAX);
+	if (n == strlen(INBOX_DEFAULT_SOURCE) &&
+	    memcmp(name, INBOX_DEFAULT_SOURCE, n) == 0)
+		return fail(p, NULL, "[source default]: the top-level keys are "
+		    "the default source; name this one otherwise");
+	for (i = 0; i < p->c->nsources; i++)
+		if (strlen(p->c->sources[i].name) == n &&
+		    memcmp(p->c->sources[i].name, name, n) == 0)
+			return fail(p, NULL, "[source %.*s]: given twice "
+			    "(line %d)", (int)n, name, p->c->sources[i].line);
+	if (p->c->nsources == CONFIG_SOURCES_MAX)
+		return fail(p, NULL, "more than %d [source] sections",
+		    CONFIG_SOURCES_MAX);
+	if (p->c->sources == NULL && (p->c->sources = calloc(CONFIG_SOURCES_MAX,
+	    sizeof *p->c->sources)) == NULL)
+		return fail(p, NULL, "out of memory");
+	src = &p->c->sources[p->c->nsources];
+	memcpy(src->name, name, n);
+	src->name[n] = '\0';
+	src->line = p->line;
+	p->source = (int)p->c->nsources++;
+	p->source_seen = 0;
+	return 0;
+}
+
+/* A string parameter of a source, owned by the config (config_free). */
+static int
+source_string(struct parse *p, const struct config_source *src,
+    const char **field, const char *v)
+{
+	char *copy;
+
+	if ((copy = strdup(v)) == NULL)
+		return fail(p, NULL, "[source %s]: out of memory", src->name);
+	*field = copy;
+	return 0;
+}
+
+/* One `name = value` line of a [source NAME] section. */
+static int
+set_source_key(struct parse *p, struct config_source *src, const char *name,
+    const char *v)
+{
+	const struct source_key *k = NULL;
+	struct scheme_params *sp = &src->params;
+	const char *why;
+	size_t i, vl = strlen(v);
+	int64_t n;
+
+	for (i = 0; i < NSOURCE_KEYS && k == NULL; i++)
+		if (strcmp(name, source_keys[i].name) == 0)
+			k = &source_keys[i];
+	if (k == NULL) {
+		/* A top-level key below a section belongs to the section. */
+		for (i = 0; i < NKEYS; i++)
+			if (strcmp(name, keys[i].name) == 0)
+				return fail(p, NULL, "[source %s]: %s: not a "
+				    "source's key (top-level keys go above the "
+				    "first section)", src->name, name);
+		return fail(p, NULL, "[source %s]: unknown key", src->name);
+	}
+	if (*v == '\0')
+		return fail(p, NULL, "[source %s]: %s: empty value", src->name,
+		    k->name);
+	i = (size_t)(k - source_keys);
+	if (k->only != SCHEME_COUNT || strcmp(k->name, "scheme") != 0) {
+		if (src->scheme == NULL)
+			return fail(p, NULL, "[source %s]: %s: put scheme = "
+			    "first", src->name, k->name);
+		if (k->only != SCHEME_COUNT && src->scheme->id != k->only)
+			return fail(p, NULL, "[source %s]: %s: only for scheme "
+			    "= %s", src->name, k->name,
+			    scheme_get(k->only)->name);
+	}
+	if (strcmp(k->name, "secret") != 0) {
+		if (p->source_seen & (1u << i))
+			return fail(p, NULL, "[source %s]: %s: given twice",
+			    src->name, k->name);
+		p->source_seen |= 1u << i;
+	}
+	if (strcmp(k->name, "scheme") == 0) {
+		if ((src->scheme = scheme_find(v)) == NULL)
+			return fail(p, NULL, "[source %s]: scheme: not one of "
+			    "standard stripe github shopify woocommerce slack "
+			    "paddle discord gitlab twilio hmac", src->name);
+		scheme_params_init(src->scheme, sp);
+		/* NULL means "." (scheme.h); every string here is owned. */
+		sp->separator = NULL;
+		return 0;
+	}
+	if (strcmp(k->name, "secret") == 0) {
+		/* Taken exactly as written (GitHub's may hold spaces and
+		 * quotes); only the commonest pastes are named. */
+		if (src->nsecrets == SCHEME_SECRETS_MAX)
+			return fail(p, NULL, "[source %s]: secret: more than %d",
+			    src->name, SCHEME_SECRETS_MAX);
+		if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0])
+			return fail(p, NULL, "[source %s]: secret: in quotes: "
+			    "values are written without them", src->name);
+		if (strstr(v, "REPLACE_WITH") != NULL)
+			return fail(p, NULL, "[source %s]: secret: still the "
+			    "example's placeholder", src->name);
+		if (scheme_secret_load(src->scheme, v,
+		    &src->secrets[src->nsecrets], &why) == -1)
+			return fail(p, NULL, "[source %s]: secret: %s",
+			    src->name, why);
+		src->nsecrets++;
+		return 0;
+	}
+	if (strcmp(k->name, "tolerance") == 0) {
+		if (util_parse_duration(v, DAY, &n) == -1)
+			return fail(p, NULL, "[source %s]: tolerance: not a "
+			    "duration of 0 (no window) to 1d", src->name);
+		sp->tolerance = n;
+		return 0;
+	}
+	if (strcmp(k->name, "algorithm") == 0) {
+		sp->alg = strcmp(v, "sha1") == 0 ? SCHEME_SHA1 :
+		    strcmp(v, "sha256") == 0 ? SCHEME_SHA256 :
+		    strcmp(v, "sha512") == 0 ? SCHEME_SHA512 : 0;
+		if (sp->alg == 0)
+			return fail(p, NULL, "[source %s]: algorithm: not one "
+			    "of sha1 sha256 sha512", src->name);
+		return 0;
+	}
+	if (strcmp(k->name, "encoding") == 0) {
+		sp->encoding = strcmp(v, "hex") == 0 ? SCHEME_HEX :
+		    strcmp(v, "base64") == 0 ? SCHEME_BASE64 : 0;
+		if (sp->encoding == 0)
+			return fail(p, NULL, "[source %s]: encoding: neither "
+			    "hex nor base64", src->name);
+		return 0;
+	}
+	if (strcmp(k->name, "id") == 0 || strcmp(k->name, "type") == 0 ||
+	    strcmp(k->name, "time") == 0 || strcmp(k->name, "object") == 0) {
+		struct scheme_locate *l = &src->locate;
+
+		/* A header name is a token (RFC 9110); a pointer starts with
+		 * '/' and is read when a delivery comes. */
+		if (v[0] != '/' && (vl > 64 || strspn(v, "abcdefghijklmnopqrstu"
+		    "vwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != vl))
+			return fail(p, NULL, "[source %s]: %s: neither a header "
+			    "name nor a JSON pointer (\"/data/id\")", src->name,
+			    k->name);
+		return source_string(p, src, k->name[0] == 'i' ? &l->id :
+		    k->name[1] == 'y' ? &l->type : k->name[1] == 'i' ?
+		    &l->time : &l->object, v);
+	}
+	return source_string(p, src, strcmp(k->name, "url") == 0 ? &sp->url :
+	    strcmp(k->name, "header") == 0 ? &sp->header :
+	    strcmp(k->name, "prefix") == 0 ? &sp->prefix :
+	    strcmp(k->name, "timestamp_header") == 0 ? &sp->timestamp_header :
+	    &sp->separator, v);
+}
+
+/* After the file: each source has its scheme, a secret, and what its
+ * scheme needs; errors name the source's [source] line. */
+static void
+check_sources(struct parse *p)
+{
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < p->c->nsources; i++) {
+		struct config_source *src = &p->c->sources[i];
+
+		p->line = src->line;
+		if (src->scheme == NULL)
+			(void)fail(p, NULL, "[source %s]: scheme: required",
+			    src->name);
+		else if (src->nsecrets == 0)
+			(void)fail(p, NULL, "[source %s]: secret: required "
+			    "(as the provider's dashboard shows it)", src->name);
+		else if (scheme_params_check(src->scheme, &src->params,
+		    &why) == -1)
+			(void)fail(p, NULL, "[source %s]: %s", src->name, why);
+	}
+}
+
 /*
  * inih reads the lines (docs/DESIGN.md "Configuration": `key = value`,
  * whole-line `#`/`;` comments, blanks around keys and values dropped, a
@@ -598,7 +824,7 @@ read_line(char *str, int num, void *stream)
 		for (s = str; *s == ' ' || *s == '\t'; s++)
 			;
 		if (*s == '[')
-			(void)fail(r->p, NULL, "sections are not used in this file");
+			(void)section_line(r->p, s);
 	}
 	r->mid_line = n > 0 && str[n - 1] != '\n';
 	return str;
@@ -613,8 +839,12 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 
 	int hard = p->hard;
 
-	if (section[0] != '\0')	/* its section line was refused */
-		return 0;
+	if (section[0] != '\0') {
+		if (p->source < 0)	/* its section line was refused */
+			return 0;
+		return set_source_key(p, &p->c->sources[p->source], name,
+		    value != NULL ? value : "") == 0;
+	}
 	/* A secret's soft error is no error to inih: the line it reports is
 	 * then a hard error's, ours or its own. */
 	return set_key(p, name, value != NULL ? value : "") == 0 ||
@@ -681,6 +911,7 @@ parse_text(const char *path, const char *text, size_t len,
 	p.err = err;
 	p.all = all;
 	buf_init(&p.skipped, CONFIG_FILE_MAX);
+	p.source = -1;
 	buf_reset(err);
 
 	if ((c->path = strdup(path)) == NULL) {
@@ -744,8 +975,15 @@ parse_text(const char *path, const char *text, size_t len,
 	}
 	if (p.failed && all == NULL)
 		goto out;
+	check_sources(&p);
+	if (p.failed && all == NULL)
+		goto out;
 	for (k = keys; k < keys + NKEYS; k++)
-		if ((k->flags & REQUIRED) && p.seen[k - keys] == 0) {
+		/* A file of [source] sections alone has no default source:
+		 * its URL without /NAME answers 404 (docs/DESIGN.md
+		 * "Sources"). */
+		if ((k->flags & REQUIRED) && p.seen[k - keys] == 0 &&
+		    !(k->kind == K_SECRET && c->nsources > 0)) {
 			(void)buf_printf(p.failed ? all : err, "%s%s: %s: required%s",
 			    p.failed ? "\n" : "", path, k->name,
 			    k->kind == K_SECRET ? " (at least one whsec_… or "
@@ -810,7 +1048,36 @@ config_free(struct config *c)
 		free(c->refetch[i]);
 	for (i = 0; i < SIGNATURE_KEYS_MAX; i++)
 		signature_key_wipe(&c->secrets[i]);
+	for (i = 0; c->sources != NULL && i < CONFIG_SOURCES_MAX; i++) {
+		struct scheme_params *sp = &c->sources[i].params;
+
+		/* The parameters' strings are the config's own copies
+		 * (source_string). */
+		free((char *)sp->url);
+		free((char *)sp->header);
+		free((char *)sp->prefix);
+		free((char *)sp->timestamp_header);
+		free((char *)sp->separator);
+		free((char *)c->sources[i].locate.id);
+		free((char *)c->sources[i].locate.type);
+		free((char *)c->sources[i].locate.time);
+		free((char *)c->sources[i].locate.object);
+		for (size_t j = 0; j < SCHEME_SECRETS_MAX; j++)
+			scheme_secret_wipe(&c->sources[i].secrets[j]);
+	}
+	free(c->sources);
 	memset(c, 0, sizeof *c);
+}
+
+const struct config_source *
+config_source_find(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nsources; i++)
+		if (strcmp(c->sources[i].name, name) == 0)
+			return &c->sources[i];
+	return NULL;
 }
 
 int

@@ -1,7 +1,10 @@
 /*
  * config: the one INI-style file of docs/DESIGN.md "Configuration" (contract).
  *
- * `key = value` lines, whole-line `#` or `;` comments, no sections.  Values
+ * `key = value` lines, whole-line `#` or `;` comments.  The top-level keys
+ * come first; then `[source NAME]` sections may follow, each a sender with
+ * its own signature scheme and secrets (docs/providers.md), no other
+ * sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
  * ';').  Unknown keys are errors.  Every key, with its kind, default and
  * range, is one row of the table in program/config.c; field names carry their
@@ -13,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/common/scheme.h"
 #include "lib/common/signature.h"
 #include "lib/common/util.h"
 
@@ -36,6 +40,27 @@ enum config_sync { CONFIG_SYNC_FULL = 0, CONFIG_SYNC_NORMAL = 1 };
 struct config_resource {
 	char	*object_type;	/* e.g. "client"; owned */
 	char	*path;		/* e.g. "clients" or "crm/clients"; owned */
+};
+
+/* [source NAME] sections: a shop's or a developer's handful of senders. */
+#define CONFIG_SOURCES_MAX	16
+/* A source's NAME: a-z, 0-9, '_' and '-', the last segment of its URL. */
+#define CONFIG_SOURCE_NAME_MAX	32
+
+/*
+ * One [source NAME] section: a sender, its scheme, its secrets as the
+ * provider shows them (loaded for the scheme: scheme_secret_load), and
+ * the scheme's parameters (scheme_params_init's defaults, then the
+ * section's keys; the strings they point to are owned here).
+ */
+struct config_source {
+	char			 name[CONFIG_SOURCE_NAME_MAX + 1];
+	const struct scheme	*scheme;
+	struct scheme_params	 params;
+	struct scheme_locate	 locate;	/* id =, type =, time =, object = */
+	struct scheme_secret	 secrets[SCHEME_SECRETS_MAX];
+	size_t			 nsecrets;
+	int			 line;	/* of its [source] line */
 };
 
 struct config {
@@ -79,7 +104,15 @@ struct config {
 	/* refetch = GLOB…: object kinds or event types always refetched */
 	char			*refetch[CONFIG_LIST_MAX];
 	size_t			 nrefetch;
+	/* [source NAME] sections, in file order; NULL when none (the
+	 * top-level secrets are the default source, Standard Webhooks). */
+	struct config_source	*sources;	/* owned, CONFIG_SOURCES_MAX */
+	size_t			 nsources;
 };
+
+/* The [source NAME] section called `name`, or NULL. */
+const struct config_source *config_source_find(const struct config *c,
+	    const char *name);
 
 /*
  * The API path for an object kind: its api_resource entry, else the kind
