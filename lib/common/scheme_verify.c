@@ -24,24 +24,26 @@
 
 /* ---- standard (standardwebhooks.com; Svix's svix-* names) ---- */
 
-/* svix-X first, as the svix library reads them, else webhook-X. */
+/* Header X of the delivery's family: webhook-X when webhook-id is there,
+ * else svix-X (docs/providers.md, "standard"). */
 const char *
 scheme_std_header(const struct scheme_headers *h, const char *what)
 {
 	char svix[32], std[32];
-	const char *v;
 
+	/* One family whole, the specification's first, as the receiver's
+	 * default source reads them: never an id of one family with the
+	 * signature of the other. */
 	snprintf(svix, sizeof svix, "svix-%s", what);
 	snprintf(std, sizeof std, "webhook-%s", what);
-	if ((v = scheme_hget(h, svix)) != NULL)
-		return v;
-	return scheme_hget(h, std);
+	return scheme_hget(h, scheme_hget(h, "webhook-id") != NULL ? std : svix);
 }
 
 int
 scheme_std_recognise(const struct scheme_headers *h)
 {
-	return scheme_std_header(h, "signature") != NULL;
+	return scheme_hget(h, "webhook-signature") != NULL ||
+	    scheme_hget(h, "svix-signature") != NULL;
 }
 
 void
