@@ -264,7 +264,7 @@ class TestRefuse(ReceiverBase):
              "content-type": "application/json"}
         self.assertRefused(400, self.srv.post(h, body)[0])
         want = ("this looks like Stripe's Stripe-Signature; this endpoint "
-                "takes Standard Webhooks only")
+                "is Standard Webhooks: add a [source …] with scheme = stripe")
         deadline = time.monotonic() + 10
         while want not in self.srv.log() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -280,9 +280,18 @@ class TestManPages(unittest.TestCase):
         table = table[:table.index("\n};")]
         keys = set(re.findall(r'^\t\{ "([a-z_]+)",', table, re.M))
         self.assertGreaterEqual(len(keys), 20)
+        # A [source NAME] section's keys are on the page too.
+        sources = c[c.index("source_keys[] = {"):]
+        sources = sources[:sources.index("\n};")]
+        skeys = set(re.findall(r'\{ "([a-z_]+)", SCHEME_', sources))
+        self.assertGreaterEqual(len(skeys), 10)
+        keys |= skeys
         src = self.source("webhook.conf")
+        # ".It Cm a | b No = Ar …": every name of the Cm run.
         documented = {k for line in re.findall(r"(?m)^\.It .*", src)
-                      for k in re.findall(r"\bCm ([a-z_]+)\b", line)}
+                      for run in re.findall(
+                          r"\bCm ([a-z_]+(?: \| [a-z_]+)*)\b", line)
+                      for k in run.split(" | ")}
         self.assertEqual(keys - documented, set(), "missing from the page")
         self.assertEqual(documented - keys, set(), "not in the table")
 

@@ -215,6 +215,46 @@ START_TEST(handler_gets_body_and_environment)
 }
 END_TEST
 
+/* A named source's event: WEBHOOK_SOURCE and the provider's own id
+ * beside the inbox id; the default source's are "default" and the id
+ * itself (docs/DESIGN.md "Handler"). */
+START_TEST(handler_environment_names_the_source)
+{
+	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
+	struct inbox_event e;
+	const char *src = NULL, *pid = NULL;
+	size_t n;
+
+	inbox_event_init(&e);
+	e.webhook_id = strdup("stripe/evt_1");
+	snprintf(e.source, sizeof e.source, "stripe");
+	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env);
+	ck_assert_uint_le(n, DRAIN_HANDLER_ENV_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(env[i].name, "WEBHOOK_SOURCE") == 0)
+			src = env[i].value;
+		if (strcmp(env[i].name, "WEBHOOK_PROVIDER_ID") == 0)
+			pid = env[i].value;
+	}
+	ck_assert_str_eq(src, "stripe");
+	ck_assert_str_eq(pid, "evt_1");
+	/* The default source: an id with a '/' stays whole. */
+	free(e.webhook_id);
+	e.webhook_id = strdup("stripe/evt_2");
+	snprintf(e.source, sizeof e.source, "default");
+	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(env[i].name, "WEBHOOK_SOURCE") == 0)
+			src = env[i].value;
+		if (strcmp(env[i].name, "WEBHOOK_PROVIDER_ID") == 0)
+			pid = env[i].value;
+	}
+	ck_assert_str_eq(src, "default");
+	ck_assert_str_eq(pid, "stripe/evt_2");
+	inbox_event_free(&e);
+}
+END_TEST
+
 START_TEST(failure_is_retried_with_its_reason)
 {
 	struct drain_result res;
@@ -375,6 +415,7 @@ suite(void)
 	tcase_add_test(tc, retry_delay_doubles_within_jitter_and_cap);
 	tcase_add_test(tc, run_hands_out_in_order_then_nothing);
 	tcase_add_test(tc, handler_gets_body_and_environment);
+	tcase_add_test(tc, handler_environment_names_the_source);
 	tcase_add_test(tc, failure_is_retried_with_its_reason);
 	tcase_add_test(tc, last_failure_is_death);
 	tcase_add_test(tc, older_than_done_is_stale_not_handed_out);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 #include <sqlite3.h>
@@ -506,6 +507,306 @@ START_TEST(large_body_not_pinned)
 }
 END_TEST
 
+
+/* ---- named sources (docs/DESIGN.md "Sources", docs/providers.md) ---- */
+
+#define GH_SECRET	"It's a Secret to Everybody"
+#define SOURCES \
+	"[source gh]\nscheme = github\nsecret = " GH_SECRET "\n" \
+	"[source st]\nscheme = stripe\n" \
+	"secret = whsec_5f0c3d9a7be4e1c2b8a6d4f0e9c7a5b3\n" \
+	"[source slack]\nscheme = slack\n" \
+	"secret = 8f742231b10e8888abcd99yyyzzz85a5\n" \
+	"[source gl]\nscheme = gitlab\nsecret = tok-1\n" \
+	"[source woo]\nscheme = woocommerce\nsecret = w\n"
+
+/* Lowercase hex HMAC-SHA256 of `msg` under `key` (any length). */
+static void
+hmac_hex(const char *key, const char *msg, size_t len, char out[65])
+{
+	crypto_auth_hmacsha256_state st;
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+
+	crypto_auth_hmacsha256_init(&st, (const unsigned char *)key,
+	    strlen(key));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)msg, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_bin2hex(out, 65, mac, sizeof mac);
+}
+
+/* A POST to the receiver's URL + path (PATH_INFO), no webhook-* headers. */
+static void
+post_to(struct fx *x, const char *path, const char *body)
+{
+	param(x, "REQUEST_METHOD=POST");
+	param(x, "WEBHOOK_CONF=%s", x->conf);
+	if (path != NULL)
+		param(x, "PATH_INFO=%s", path);
+	x->fake.body = body;
+	x->fake.body_len = strlen(body);
+}
+
+/* GitHub's delivery `delivery` of body, signed with GH_SECRET. */
+static void
+github(struct fx *x, const char *path, const char *delivery, const char *body)
+{
+	char mac[65];
+
+	hmac_hex(GH_SECRET, body, strlen(body), mac);
+	post_to(x, path, body);
+	param(x, "HTTP_X_HUB_SIGNATURE_256=sha256=%s", mac);
+	param(x, "HTTP_X_GITHUB_DELIVERY=%s", delivery);
+	param(x, "HTTP_X_GITHUB_EVENT=issues");
+}
+
+/* The one text column `col` of the event `id`, or "(none)". */
+static const char *
+column(const char *db, const char *col, const char *id)
+{
+	static char out[512];
+	char sql[256];
+	sqlite3 *h;
+	sqlite3_stmt *s;
+
+	snprintf(sql, sizeof sql, "SELECT %s FROM events WHERE webhook_id = ?",
+	    col);
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	snprintf(out, sizeof out, "(none)");
+	if (sqlite3_step(s) == SQLITE_ROW)
+		snprintf(out, sizeof out, "%s", sqlite3_column_type(s, 0) ==
+		    SQLITE_NULL ? "NULL" : (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return out;
+}
+
+/* A source's delivery is stored under NAME/ + the provider's id, once;
+ * the same id at the default source is another event. */
+START_TEST(source_stored_under_its_name)
+{
+	const char *body = "{\"action\":\"opened\"}";
+	struct fx x;
+
+	fx_init(&x, "src", SOURCES);
+	github(&x, "/gh", "d-1", body);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	ck_assert_str_eq(column(x.db, "type", "gh/d-1"), "issues");
+	fx_free(&x);
+	/* A redelivery, and the URL with a trailing '/'. */
+	fx_init(&x, "src", SOURCES);
+	github(&x, "/gh/", "d-1", body);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "duplicate\n"));
+	fx_free(&x);
+	fx_init(&x, "src", SOURCES);
+	post(&x, "d-1", BODY, strlen(BODY));
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	ck_assert_int_eq(rows(x.db), 2);
+	fx_free(&x);
+}
+END_TEST
+
+/* A URL nobody configured: 404, nothing read or stored. */
+START_TEST(unknown_source_404)
+{
+	static const char *paths[] = { "/nope", "/gh/x", "gh", "/GH",
+	    "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
+	struct fx x;
+
+	for (size_t i = 0; i < NELEM(paths); i++) {
+		fx_init(&x, "nosrc", SOURCES);
+		github(&x, paths[i], "d-1", "{}");
+		ck_assert_int_eq(run(&x), 404);
+		ck_assert(logged(&x, "names no [source] of this config"));
+		fx_free(&x);
+	}
+	ck_assert_int_eq(access("nosrc.db", F_OK), -1);
+}
+END_TEST
+
+/* A file of sections alone: the bare URL has no source. */
+START_TEST(sources_only_bare_url_404)
+{
+	char text[1024];
+	struct fx x;
+
+	fx_init(&x, "only", "");
+	snprintf(text, sizeof text, "database = %s\nlog = %s\n%s", x.db,
+	    x.log, SOURCES);
+	check_write_file(x.conf, text);
+	post(&x, "m-1", BODY, strlen(BODY));
+	ck_assert_int_eq(run(&x), 404);
+	ck_assert(logged(&x, "no default source"));
+	fx_free(&x);
+	fx_init(&x, "only", "");
+	check_write_file(x.conf, text);
+	github(&x, "/gh", "d-2", "{}");
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+}
+END_TEST
+
+/* Slack's url_verification is answered with its challenge once signed,
+ * never stored; unsigned, it is refused like anything else. */
+START_TEST(slack_challenge_answered)
+{
+	const char *body = "{\"type\":\"url_verification\",\"challenge\":"
+	    "\"ch4llenge\",\"token\":\"x\"}";
+	char ts[32], content[256], mac[65];
+	struct fx x;
+
+	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+	snprintf(content, sizeof content, "v0:%s:%s", ts, body);
+	hmac_hex("8f742231b10e8888abcd99yyyzzz85a5", content, strlen(content),
+	    mac);
+	fx_init(&x, "slack", SOURCES);
+	post_to(&x, "/slack", body);
+	param(&x, "HTTP_X_SLACK_SIGNATURE=v0=%s", mac);
+	param(&x, "HTTP_X_SLACK_REQUEST_TIMESTAMP=%s", ts);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "Content-Type: text/plain\r\n"));
+	ck_assert_msg(contains(x.fake.out, "\r\n\r\nch4llenge"), "%s",
+	    x.fake.out);
+	ck_assert(logged(&x, "verification request (nothing stored)"));
+	ck_assert_int_eq(access(x.db, F_OK) == 0 ? rows(x.db) : 0, 0);
+	fx_free(&x);
+	fx_init(&x, "slack", SOURCES);
+	post_to(&x, "/slack", body);
+	param(&x, "HTTP_X_SLACK_SIGNATURE=v0=%064d", 0);
+	param(&x, "HTTP_X_SLACK_REQUEST_TIMESTAMP=%s", ts);
+	ck_assert_int_eq(run(&x), 401);
+	ck_assert(!contains(x.fake.out, "ch4llenge"));
+	fx_free(&x);
+}
+END_TEST
+
+/* Discord's PING: PONG as JSON, signed by the application's key, never
+ * stored (docs/providers.md). */
+START_TEST(discord_ping_answered)
+{
+	unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+	unsigned char sig[crypto_sign_BYTES];
+	const char *body = "{\"type\":1,\"id\":\"1\"}";
+	char pkhex[2 * sizeof pk + 1], sighex[2 * sizeof sig + 1];
+	char extra[256], msg[128], ts[32];
+	struct fx x;
+
+	crypto_sign_keypair(pk, sk);
+	sodium_bin2hex(pkhex, sizeof pkhex, pk, sizeof pk);
+	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+	snprintf(msg, sizeof msg, "%s%s", ts, body);
+	crypto_sign_detached(sig, NULL, (const unsigned char *)msg, strlen(msg),
+	    sk);
+	sodium_bin2hex(sighex, sizeof sighex, sig, sizeof sig);
+	snprintf(extra, sizeof extra, "[source dc]\nscheme = discord\n"
+	    "secret = %s\n", pkhex);
+	fx_init(&x, "discord", extra);
+	post_to(&x, "/dc", body);
+	param(&x, "HTTP_X_SIGNATURE_ED25519=%s", sighex);
+	param(&x, "HTTP_X_SIGNATURE_TIMESTAMP=%s", ts);
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert_msg(contains(x.fake.out, "Content-Type: application/json\r\n"),
+	    "%s", x.fake.out);
+	ck_assert_msg(contains(x.fake.out, "\r\n\r\n{\"type\":1}"), "%s",
+	    x.fake.out);
+	ck_assert_int_eq(access(x.db, F_OK) == 0 ? rows(x.db) : 0, 0);
+	fx_free(&x);
+}
+END_TEST
+
+/* WooCommerce's unsigned creation ping: 200, nothing stored. */
+START_TEST(woocommerce_ping_200)
+{
+	struct fx x;
+
+	fx_init(&x, "woo", SOURCES);
+	post_to(&x, "/woo", "webhook_id=12");
+	param(&x, "CONTENT_TYPE=application/x-www-form-urlencoded");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "ping\n"));
+	ck_assert_int_eq(access(x.db, F_OK) == 0 ? rows(x.db) : 0, 0);
+	fx_free(&x);
+}
+END_TEST
+
+/* Another provider's headers at a source: 400 and the line that says
+ * what to configure. */
+START_TEST(foreign_headers_at_source_400)
+{
+	struct fx x;
+
+	fx_init(&x, "foreign", SOURCES);
+	post_to(&x, "/gh", "{}");
+	param(&x, "HTTP_STRIPE_SIGNATURE=t=1,v1=00");
+	refused(&x, 400, "[source gh] webhook-id=-: this looks like Stripe's "
+	    "Stripe-Signature; this endpoint is GitHub: add a [source …] with "
+	    "scheme = stripe");
+	fx_init(&x, "foreign", SOURCES);
+	post_to(&x, "/gh", "{}");
+	refused(&x, 400, "[source gh] webhook-id=-: ");
+}
+END_TEST
+
+/* Stripe's own clock orders: `created` is the event time, its object is
+ * kept under the source's name; an old signature is refused. */
+START_TEST(stripe_fields_and_window)
+{
+	const char *body = "{\"id\":\"evt_1\",\"created\":1764806397,\"type\":"
+	    "\"invoice.paid\",\"data\":{\"object\":{\"id\":\"in_7\"}}}";
+	const char *key = "whsec_5f0c3d9a7be4e1c2b8a6d4f0e9c7a5b3";
+	char content[512], mac[65];
+	long long ts;
+	struct fx x;
+
+	for (int old = 0; old < 2; old++) {
+		ts = (long long)time(NULL) - (old ? 3600 : 0);
+		snprintf(content, sizeof content, "%lld.%s", ts, body);
+		hmac_hex(key, content, strlen(content), mac);
+		fx_init(&x, "stripe", SOURCES);
+		post_to(&x, "/st", body);
+		param(&x, "HTTP_STRIPE_SIGNATURE=t=%lld,v1=%s", ts, mac);
+		ck_assert_int_eq(run(&x), old ? 401 : 200);
+		fx_free(&x);
+	}
+	ck_assert_str_eq(column(x.db, "created_at", "st/evt_1"),
+	    "2025-12-03T23:59:57.000000000Z");
+	ck_assert_str_eq(column(x.db, "created_at_raw", "st/evt_1"),
+	    "1764806397");
+	ck_assert_str_eq(column(x.db, "object_type", "st/evt_1"), "st");
+	ck_assert_str_eq(column(x.db, "object_id", "st/evt_1"), "in_7");
+	ck_assert_str_eq(column(x.db, "type", "st/evt_1"), "invoice.paid");
+}
+END_TEST
+
+/* No id anywhere (a GitLab hook without its UUID): the body's SHA-256 is
+ * the id, so the same bytes again are a duplicate. */
+START_TEST(no_id_body_digest)
+{
+	const char *body = "{\"object_kind\":\"push\"}";
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[65], id[128];
+	struct fx x;
+
+	crypto_hash_sha256(sum, (const unsigned char *)body, strlen(body));
+	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+	snprintf(id, sizeof id, "gl/sha256:%s", hex);
+	for (int i = 0; i < 2; i++) {
+		fx_init(&x, "gl", SOURCES);
+		post_to(&x, "/gl", body);
+		param(&x, "HTTP_X_GITLAB_TOKEN=tok-1");
+		ck_assert_int_eq(run(&x), 200);
+		ck_assert(contains(x.fake.out, i ? "duplicate\n" : "stored\n"));
+		fx_free(&x);
+	}
+	ck_assert_str_eq(column(x.db, "webhook_id", id), id);
+}
+END_TEST
+
 static Suite *
 receive_suite(void)
 {
@@ -532,6 +833,17 @@ receive_suite(void)
 	tcase_add_test(tc, timestamp_not_plain_or_outside_401);
 	tcase_add_test(tc, no_entry_verifies_401);
 	tcase_add_test(tc, large_body_not_pinned);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sources");
+	tcase_add_test(tc, source_stored_under_its_name);
+	tcase_add_test(tc, unknown_source_404);
+	tcase_add_test(tc, sources_only_bare_url_404);
+	tcase_add_test(tc, slack_challenge_answered);
+	tcase_add_test(tc, discord_ping_answered);
+	tcase_add_test(tc, woocommerce_ping_200);
+	tcase_add_test(tc, foreign_headers_at_source_400);
+	tcase_add_test(tc, stripe_fields_and_window);
+	tcase_add_test(tc, no_id_body_digest);
 	suite_add_tcase(s, tc);
 	return s;
 }

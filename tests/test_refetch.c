@@ -136,6 +136,13 @@ START_TEST(wanted_without_api_fails_and_says_so_once)
 
 	load(&c, "refetch = client.*\n");
 	event(&e, 0);
+	/* A named source's object is another provider's: never fetched
+	 * from this API, even when `refetch` names it. */
+	snprintf(e.source, sizeof e.source, "stripe");
+	call(&r, &c, &e, &x);
+	ck_assert_int_eq(x.res, REFETCH_NONE);
+	call_free(&x);
+	e.source[0] = '\0';
 	call(&r, &c, &e, &x);
 	ck_assert_int_eq(x.res, REFETCH_FAILED);
 	ck_assert_ptr_null(x.out);

@@ -167,7 +167,18 @@ drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf
 {
 	size_t n = 0;
 
+	const char *source = e->source[0] != '\0' ? e->source :
+	    INBOX_DEFAULT_SOURCE;
+	size_t sl = strlen(source);
+	/* A named source's inbox id is "NAME/" + the provider's own id
+	 * (docs/DESIGN.md "Sources"): the handler gets both. */
+	const char *provider_id = strcmp(source, INBOX_DEFAULT_SOURCE) != 0 &&
+	    strncmp(e->webhook_id, source, sl) == 0 && e->webhook_id[sl] == '/' ?
+	    e->webhook_id + sl + 1 : e->webhook_id;
+
 	env[n++] = (struct handler_env){ "WEBHOOK_ID", e->webhook_id };
+	env[n++] = (struct handler_env){ "WEBHOOK_SOURCE", source };
+	env[n++] = (struct handler_env){ "WEBHOOK_PROVIDER_ID", provider_id };
 	env[n++] = (struct handler_env){ "WEBHOOK_TYPE", e->type };
 	env[n++] = (struct handler_env){ "WEBHOOK_CREATED_AT", e->created_at_raw };
 	env[n++] = (struct handler_env){ "WEBHOOK_OBJECT", e->object_type };

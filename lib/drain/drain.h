@@ -149,7 +149,7 @@ enum drain_status drain_run(const struct config *c,
 int64_t	drain_retry_delay(const struct config *c, int64_t failures);
 
 /* Room a handler's environment needs in drain_handler_env's env. */
-#define DRAIN_HANDLER_ENV_MAX	16
+#define DRAIN_HANDLER_ENV_MAX	18
 
 /*
  * The handler's environment for event e (docs/DESIGN.md "Handler"): the

@@ -117,7 +117,11 @@ refetch_event(struct refetch *r, struct inbox *ib, const struct config *c,
 	*out = NULL;
 	*retry_after_s = 0;
 	buf_reset(alarm);
-	if ((!e->truncated && !config_wants_refetch(c, e->type, e->object_type)) ||
+	/* The API is the default source's provider's: a named source's
+	 * objects are another provider's (docs/DESIGN.md "Sources"). */
+	if ((e->source[0] != '\0' && strcmp(e->source, INBOX_DEFAULT_SOURCE) !=
+	    0) ||
+	    (!e->truncated && !config_wants_refetch(c, e->type, e->object_type)) ||
 	    e->object_type == NULL || e->object_id == NULL ||
 	    (c->api_url == NULL && !config_wants_refetch(c, e->type,
 	    e->object_type)))

@@ -8,11 +8,15 @@
  */
 #include <ctype.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "lib/common/instant.h"
 #include "lib/program/config.h"
 #include "lib/program/version.h"
 #include "lib/store/event.h"
@@ -49,6 +53,15 @@ struct attempt {
 	struct site_cache *sites;
 	struct site	*site;		/* a reference, from take_site */
 	const struct config *conf;	/* the site's */
+	/* The [source NAME] the URL names (take_source); NULL: the default
+	 * source, the top-level keys (docs/DESIGN.md "Sources"). */
+	const struct config_source *src;
+	struct scheme_result res;	/* a named source's verdict */
+	/* A named source's inbox id, "NAME/" + the provider's id (or
+	 * "sha256:" + the body's digest, source_key). */
+	char		 key[INBOX_SOURCE_MAX + 1 + 7 + SCHEME_VALUE_MAX];
+	const char	*content_type;	/* a synchronous answer's; NULL:
+					 * text/plain */
 	const struct family *family;	/* the names its headers carry */
 	const char	*id, *ts;	/* webhook-id, webhook-timestamp */
 	int64_t		 started;	/* monotonic ns */
@@ -94,6 +107,7 @@ static const struct answer {
 } answers[] = {
 	{ 400, "Bad Request", NULL, "bad request\n" },
 	{ 401, "Unauthorized", NULL, "signature not accepted\n" },
+	{ 404, "Not Found", NULL, "no such source\n" },
 	{ 405, "Method Not Allowed", "Allow: POST\r\n", "method not allowed\n" },
 	{ 408, "Request Timeout", NULL, "body too slow\n" },
 	{ 413, "Content Too Large", NULL, "body too large\n" },
@@ -102,15 +116,18 @@ static const struct answer {
 	  "try again later\n" },
 };
 
-/* Answer `status` from the table and log why. */
+/* Answer `status` from the table and log why (a named source's name
+ * first: its ids are known only once the body is verified). */
 static void
-refuse(struct request *r, int status, const char *id, const char *why)
+refuse(struct request *r, int status, const struct config_source *src,
+    const char *id, const char *why)
 {
-	char esc[WEBHOOK_ID_MAX * 4 + 8];
+	char esc[(INBOX_SOURCE_MAX + 8 + SCHEME_VALUE_MAX) * 4 + 8];
 	const struct answer *a = answers;
 
 	request_discard_input(r);
-	log_msg("refused %d webhook-id=%s: %s", status,
+	log_msg("refused %d %s%s%swebhook-id=%s: %s", status,
+	    src ? "[source " : "", src ? src->name : "", src ? "] " : "",
 	    util_escape(id, id ? strlen(id) : 0, esc, sizeof esc), why);
 	while (a->status != status && a->status != 503)
 		a++;
@@ -182,6 +199,42 @@ take_site(struct receive *rv, struct attempt *a)
 	return 0;
 }
 
+/*
+ * The source the URL names (docs/DESIGN.md "Sources"): no PATH_INFO, ""
+ * or "/" is the default source; "/NAME", a trailing '/' allowed, the
+ * [source NAME] section.  Anything else, and a default source a file of
+ * sections alone does not have, is 404: a URL nobody configured.
+ */
+static int
+take_source(struct receive *rv, struct attempt *a)
+{
+	const char *pi = request_param(a->r, "PATH_INFO");
+	char name[CONFIG_SOURCE_NAME_MAX + 1], esc[CONFIG_SOURCE_NAME_MAX * 4 + 8];
+	size_t n;
+
+	(void)rv;
+	if (pi == NULL || pi[0] == '\0' || strcmp(pi, "/") == 0) {
+		a->why = "no default source: the config has [source NAME] "
+		    "sections only, each at the receiver's URL + /NAME";
+		return a->conf->nsecrets == 0 ? 404 : 0;
+	}
+	n = strlen(pi);
+	if (n > 1 && pi[n - 1] == '/')
+		n--;
+	if (pi[0] == '/' && n - 1 <= CONFIG_SOURCE_NAME_MAX) {
+		memcpy(name, pi + 1, n - 1);
+		name[n - 1] = '\0';
+		if ((a->src = config_source_find(a->conf, name)) != NULL)
+			return 0;
+	}
+	snprintf(a->whybuf, sizeof a->whybuf, "the URL's path after the "
+	    "receiver, %s, names no [source] of this config",
+	    util_escape(pi, strlen(pi) < CONFIG_SOURCE_NAME_MAX + 2 ?
+	    strlen(pi) : CONFIG_SOURCE_NAME_MAX + 2, esc, sizeof esc));
+	a->why = a->whybuf;
+	return 404;
+}
+
 /* A header by its HTTP name ("Stripe-Signature"), for lib/common/scheme.h:
  * the CGI parameter HTTP_STRIPE_SIGNATURE. */
 static const char *
@@ -208,12 +261,13 @@ not_ours(struct attempt *a)
 	const struct scheme_headers h = { header_of, a->r };
 	const struct scheme *s = scheme_recognise(&h);
 
+	char line[200];
+
 	if (s == NULL || s == scheme_find("standard"))
 		return "webhook-id or webhook-timestamp missing";
 	snprintf(a->whybuf, sizeof a->whybuf, "webhook-id or webhook-timestamp "
-	    "missing: this looks like %s's %s; this endpoint takes Standard "
-	    "Webhooks only (webhook-* or svix-* headers; docs/providers.md)",
-	    s->title, s->signature_header);
+	    "missing: %s (docs/providers.md)", scheme_mismatch(
+	    scheme_find("standard"), s, line, sizeof line));
 	return a->whybuf;
 }
 
@@ -235,6 +289,9 @@ join_signature(void *arg, const char *v)
 static int
 check_headers(struct receive *rv, struct attempt *a)
 {
+	/* A named source's scheme reads its own headers, with the body. */
+	if (a->src != NULL)
+		return 0;
 	a->ts = request_param(a->r, a->family->ts);
 	if (a->id == NULL || *a->id == '\0' || a->ts == NULL || *a->ts == '\0') {
 		a->why = not_ours(a);
@@ -338,10 +395,11 @@ take_body(struct receive *rv, struct attempt *a)
 	int rc;
 
 	buf_reset(&rv->body);
-	rv->body.cap = strlen(a->id) + strlen(a->ts) + 2 +
+	rv->body.cap = (a->src ? 0 : strlen(a->id) + strlen(a->ts) + 2) +
 	    (size_t)a->conf->max_body_bytes;
 	a->why = "out of memory";
-	if (buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1)
+	/* A named source's scheme signs its own content from the body. */
+	if (a->src == NULL && buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1)
 		return 503;
 	a->prefix = rv->body.len;
 	/* A known length is allocated once: a 1 MiB body costs 1 MiB. */
@@ -371,12 +429,131 @@ take_body(struct receive *rv, struct attempt *a)
 	return 0;
 }
 
+/*
+ * A named source's delivery, verified by its scheme (lib/common/scheme.h):
+ * the outcomes map to the status table (docs/providers.md "Outcomes");
+ * a provider's synchronous question (Slack's url_verification, Discord's
+ * PING) is answered here, 200 and not stored, and so is WooCommerce's
+ * unsigned creation ping.
+ */
+static int
+verify_source(struct receive *rv, struct attempt *a)
+{
+	const struct scheme_headers h = { header_of, a->r };
+	const struct config_source *src = a->src;
+	char line[200];
+
+	if (scheme_verify(src->scheme, &src->params, src->secrets,
+	    src->nsecrets, &h, (const unsigned char *)rv->body.data,
+	    rv->body.len, (int64_t)time(NULL), &a->res) == 0) {
+		if (a->res.outcome == SCHEME_OK)
+			return 0;
+		if (a->res.outcome == SCHEME_ANSWER) {
+			a->text = a->res.answer;
+			a->content_type = a->res.answer_type;
+		} else {
+			a->text = "ping\n";
+		}
+		log_msg("answered [source %s] %s", src->name,
+		    a->res.outcome == SCHEME_ANSWER ? "the provider's "
+		    "verification request (nothing stored)" : "an unsigned "
+		    "set-up ping (nothing stored)");
+		return 200;
+	}
+	a->why = a->res.why;
+	switch (a->res.outcome) {
+	case SCHEME_OTHER:
+		snprintf(a->whybuf, sizeof a->whybuf, "%s", scheme_mismatch(
+		    src->scheme, scheme_get(a->res.looks_like), line,
+		    sizeof line));
+		a->why = a->whybuf;
+		return 400;
+	case SCHEME_MISSING:
+		return 400;
+	default:
+		return 401;
+	}
+}
+
+/* An event time as a scheme finds it: Unix seconds (Stripe's created,
+ * Slack's event_time) or an ISO-8601 instant (Shopify, Paddle); "" none. */
+static int
+source_instant(const char *t, char out[INSTANT_SIZE])
+{
+	int64_t sec;
+
+	out[0] = '\0';
+	if (t[0] == '\0')
+		return 0;
+	if (util_parse_decimal(t, strlen(t), INT64_MAX / 1000000000, &sec) == 0)
+		return instant_format(sec * 1000000000, out);
+	return instant_parse(t, strlen(t), out);
+}
+
+/*
+ * A named source's event as the inbox keeps it (docs/DESIGN.md
+ * "Sources"): the scheme's type; its time as the event clock (order and
+ * the stale rule run on the provider's own clock); its object under the
+ * source's name, so two providers' objects never share a clock.  Never
+ * refuses for a field: an odd one is left out and noted, as event.h does.
+ * Returns 0, or -1 when out of memory.
+ */
+static int
+source_fields(const struct attempt *a, const struct scheme_fields *sf,
+    struct event_fields *f)
+{
+	memset(f, 0, sizeof *f);
+	if (sf->type[0] != '\0' && (f->type = strdup(sf->type)) == NULL)
+		return -1;
+	if (sf->time[0] != '\0') {
+		if ((f->created_at_raw = strdup(sf->time)) == NULL)
+			return -1;
+		if (source_instant(sf->time, f->created_at) == -1) {
+			f->created_at[0] = '\0';
+			f->note = "the event time is neither Unix seconds nor an "
+			    "ISO-8601 instant: ordered by arrival";
+		}
+	}
+	if (sf->object[0] != '\0' && ((f->object_type =
+	    strdup(a->src->name)) == NULL || (f->object_id =
+	    strdup(sf->object)) == NULL))
+		return -1;
+	return 0;
+}
+
+/*
+ * A named source's id: the scheme's (or the section's `id =`), else the
+ * body's SHA-256, so that a resend of the same bytes is still one event
+ * (docs/providers.md "Ids").  Into a->key as "NAME/id"; a->id points to it.
+ */
+static int
+source_key(struct receive *rv, struct attempt *a, const struct scheme_fields *sf)
+{
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof sum + 1];
+	const char *id = sf->id;
+
+	if (id[0] == '\0') {
+		crypto_hash_sha256(sum, (const unsigned char *)rv->body.data,
+		    rv->body.len);
+		sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+		id = hex;
+	}
+	snprintf(a->key, sizeof a->key, "%s/%s%s", a->src->name,
+	    id == hex ? "sha256:" : "", id);
+	a->id = a->key;
+	return 0;
+}
+
 /* The timestamp within tolerance, then a signature entry that verifies
  * under one of the configured secrets. */
 static int
 verify(struct receive *rv, struct attempt *a)
 {
 	const char *why = NULL;
+
+	if (a->src != NULL)
+		return verify_source(rv, a);
 
 	if (signature_check_timestamp(a->ts, strlen(a->ts), (int64_t)time(NULL),
 	    a->conf->tolerance_s, &why) == -1 ||
@@ -399,12 +576,38 @@ static int
 store(struct receive *rv, struct attempt *a)
 {
 	struct inbox_delivery d;
+	struct scheme_fields sf;
 	enum inbox_status s;
 
-	if (event_extract(a->id, rv->body.data + a->prefix,
-	    rv->body.len - a->prefix, &a->fields) == -1) {
-		a->why = "out of memory";
-		return 503;
+	memset(&d, 0, sizeof d);
+	if (a->src != NULL) {
+		const struct scheme_headers h = { header_of, a->r };
+		const char *why;
+
+		if (scheme_extract(a->src->scheme, &a->src->locate, &h,
+		    (const unsigned char *)rv->body.data, rv->body.len, &sf,
+		    &why) == -1) {
+			a->why = why;
+			return 400;
+		}
+		(void)source_key(rv, a, &sf);
+		if (source_fields(a, &sf, &a->fields) == -1) {
+			a->why = "out of memory";
+			return 503;
+		}
+		d.source = a->src->name;
+		d.webhook_timestamp = a->res.signed_at >= 0 ? a->res.signed_at :
+		    (int64_t)time(NULL);
+		d.secret_fp = a->src->secrets[a->res.key_index].fingerprint;
+	} else {
+		if (event_extract(a->id, rv->body.data + a->prefix,
+		    rv->body.len - a->prefix, &a->fields) == -1) {
+			a->why = "out of memory";
+			return 503;
+		}
+		d.source = INBOX_DEFAULT_SOURCE;
+		d.webhook_timestamp = a->timestamp;
+		d.secret_fp = a->conf->secrets[a->which].fingerprint;
 	}
 	if (a->fields.note != NULL) {
 		char esc[WEBHOOK_ID_MAX * 4 + 8];
@@ -412,8 +615,6 @@ store(struct receive *rv, struct attempt *a)
 		    strlen(a->id), esc, sizeof esc), a->fields.note);
 	}
 	d.webhook_id = a->id;
-	d.webhook_timestamp = a->timestamp;
-	d.secret_fp = a->conf->secrets[a->which].fingerprint;
 	d.body = rv->body.data + a->prefix;
 	d.body_len = rv->body.len - a->prefix;
 	d.fields = &a->fields;
@@ -433,6 +634,7 @@ store(struct receive *rv, struct attempt *a)
 static int (*const steps[])(struct receive *, struct attempt *) = {
 	check_method,		/* 405 */
 	take_site,		/* 503: misconfigured, inbox unopenable */
+	take_source,		/* 404: the URL names no source */
 	check_headers,		/* 400 missing, 401 signature too long */
 	check_length,		/* 400, 413 by CONTENT_LENGTH */
 	take_body,		/* 413, 408, 400 */
@@ -462,9 +664,10 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
 		status = steps[i](rv, &a);
 	if (status == 200)
-		request_respond(r, 200, "OK", rv->version, a.text);
+		request_respond_typed(r, 200, "OK", a.content_type ?
+		    a.content_type : "text/plain", rv->version, a.text);
 	else
-		refuse(r, status, a.id, a.why);
+		refuse(r, status, a.src, a.id, a.why);
 	event_fields_free(&a.fields);
 	site_release(a.site);
 	/* A 1 MiB body should not pin 1 MiB per idle worker. */

@@ -33,13 +33,22 @@ void
 request_respond(struct request *r, int status, const char *reason,
     const char *extra_header, const char *text)
 {
-	char head[256];
+	request_respond_typed(r, status, reason, "text/plain", extra_header,
+	    text);
+}
+
+void
+request_respond_typed(struct request *r, int status, const char *reason,
+    const char *content_type, const char *extra_header, const char *text)
+{
+	char head[320];
 	int n;
 
 	n = snprintf(head, sizeof head, "Status: %d %s\r\n"
-	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n"
 	    "X-Webhook-Inbox: receiver\r\n%s\r\n",
-	    status, reason, strlen(text), extra_header ? extra_header : "");
+	    status, reason, content_type, strlen(text),
+	    extra_header ? extra_header : "");
 	if (n < 0 || (size_t)n >= sizeof head)
 		return;
 	r->ops->write(r, head, (size_t)n, text, strlen(text));

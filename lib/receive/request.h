@@ -174,6 +174,10 @@ request_read_done(struct request *r)
  */
 void	request_respond(struct request *r, int status, const char *reason,
 	    const char *extra_header, const char *text);
+/* As request_respond, with another Content-Type ("application/json"): a
+ * provider's synchronous answer (Slack's challenge, Discord's PONG). */
+void	request_respond_typed(struct request *r, int status, const char *reason,
+	    const char *content_type, const char *extra_header, const char *text);
 
 /*
  * Before a refusal: read and discard what is left of a plain-CGI body, up
