@@ -9,13 +9,18 @@
  * signature a valid one over ID.TIMESTAMP.BODY, so the fuzzer reaches the
  * store), 2 give CONTENT_LENGTH, 4 a GET, 8 the body to end of stream
  * (FastCGI's chunked bodies), 16/32 the read chunk (all, 1, 7 or 4096
- * bytes), 64 CONTENT_LENGTH one byte short.
+ * bytes), 64 CONTENT_LENGTH one byte short, 128 a named source instead
+ * of the default one: PATH_INFO=/hk, a generic `hmac` source whose id is
+ * the header X-Id, its signature X-Sig (hex HMAC-SHA256 of "TS.BODY"
+ * with X-Ts as TS), its time and object JSON pointers into the body —
+ * the receiver's source path (docs/DESIGN.md "Sources").
  *
  * Properties (abort when broken):
  * - one answer, with a status of the table (200, 400, 401, 405, 408, 413,
  *   503), never an unsigned 200 (no key forges an HMAC);
  * - every 200 names a row that is in the inbox, read back through a
- *   connection of our own: "stored" with exactly the body sent;
+ *   connection of our own: "stored" with exactly the body sent (a
+ *   source's under hk/ID, or hk/sha256:DIGEST when X-Id is empty);
  * - a well-formed signed POST (id of 1-256 bytes without control bytes,
  *   body within max_body, CONTENT_LENGTH right or absent) gets its 200
  *   (a duplicate's too).
@@ -32,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <sqlite3.h>
 
 #include "lib/receive/receive.h"
@@ -46,6 +52,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define CHECK(cond)	do { if (!(cond)) abort(); } while (0)
 #define SECRET		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define MAX_BODY	65536
+#define HK_SECRET	"fuzz-hmac-key"
 
 static char conf[256], db[256];
 static struct site_cache sites;
@@ -93,7 +100,10 @@ setup(void)
 	snprintf(db, sizeof db, "%s/inbox.db", d);
 	CHECK((f = fopen(conf, "w")) != NULL);
 	fprintf(f, "database = %s\nsecret = %s\nlog = /dev/null\n"
-	    "synchronous = NORMAL\nmax_body = %d\n", db, SECRET, MAX_BODY);
+	    "synchronous = NORMAL\nmax_body = %d\n"
+	    "[source hk]\nscheme = hmac\nheader = X-Sig\n"
+	    "timestamp_header = X-Ts\nsecret = " HK_SECRET "\nid = X-Id\n"
+	    "time = /t\nobject = /o\n", db, SECRET, MAX_BODY);
 	CHECK(fclose(f) == 0);
 	CHECK(signature_key_parse(SECRET, &key, &why) == 0);
 	site_cache_init(&sites, "/nonexistent/webhook.fcgi");
@@ -162,6 +172,38 @@ plain_id(const char *id)
 	return 1;
 }
 
+/* Hex HMAC-SHA256 of "ts.body" under HK_SECRET: the hk source's. */
+static void
+hk_sign(const char *ts, const char *body, size_t blen, char out[65])
+{
+	crypto_auth_hmacsha256_state st;
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+
+	crypto_auth_hmacsha256_init(&st, (const unsigned char *)HK_SECRET,
+	    strlen(HK_SECRET));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)ts, strlen(ts));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)".", 1);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)body, blen);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_bin2hex(out, 65, mac, sizeof mac);
+}
+
+/* The inbox id a 200 of the hk source names. */
+static void
+hk_key(const char *id, const char *body, size_t blen, char *out, size_t outsz)
+{
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof sum + 1];
+
+	if (*id != '\0') {
+		snprintf(out, outsz, "hk/%s", id);
+		return;
+	}
+	crypto_hash_sha256(sum, (const unsigned char *)body, blen);
+	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+	snprintf(out, outsz, "hk/sha256:%s", hex);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -169,14 +211,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *p = data + 1, *end = data + size;
 	char *id, *ts, *sig, *body, cl[32], tsnow[32], good[128];
 	char p_conf[300], p_id[300 + WEBHOOK_ID_MAX], p_ts[4200];
-	char p_sig[4200], p_cl[64];
+	char p_sig[4200], p_cl[64], rowid[400];
 	const char *params[10];
 	struct request_fake fake;
 	struct request r;
 	struct buf content;
 	size_t blen, np = 0, slen;
 	char *got;
-	int flags, status, sign_it, well_formed;
+	int flags, status, sign_it, well_formed, source;
 
 	if (size == 0)
 		return 0;
@@ -189,7 +231,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	blen = (size_t)(end - p);
 	body = part(&p, end, 1);
 	sign_it = (flags & 1) != 0;
-	if (sign_it) {
+	source = (flags & 128) != 0;
+	if (sign_it && source) {
+		snprintf(tsnow, sizeof tsnow, "%lld", (long long)time(NULL));
+		free(ts);
+		CHECK((ts = strdup(tsnow)) != NULL);
+		hk_sign(ts, body, blen, good);
+		free(sig);
+		CHECK((sig = strdup(good)) != NULL);
+	} else if (sign_it) {
 		snprintf(tsnow, sizeof tsnow, "%lld", (long long)time(NULL));
 		free(ts);
 		CHECK((ts = strdup(tsnow)) != NULL);
@@ -206,12 +256,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	params[np++] = (flags & 4) ? "REQUEST_METHOD=GET" : "REQUEST_METHOD=POST";
 	snprintf(p_conf, sizeof p_conf, "WEBHOOK_CONF=%s", conf);
 	params[np++] = p_conf;
-	snprintf(p_id, sizeof p_id, "HTTP_WEBHOOK_ID=%.*s", WEBHOOK_ID_MAX + 8, id);
+	snprintf(p_id, sizeof p_id, "HTTP_%s=%.*s", source ? "X_ID" :
+	    "WEBHOOK_ID", WEBHOOK_ID_MAX + 8, id);
 	params[np++] = p_id;
-	snprintf(p_ts, sizeof p_ts, "HTTP_WEBHOOK_TIMESTAMP=%.4096s", ts);
+	snprintf(p_ts, sizeof p_ts, "HTTP_%s=%.4096s", source ? "X_TS" :
+	    "WEBHOOK_TIMESTAMP", ts);
 	params[np++] = p_ts;
-	snprintf(p_sig, sizeof p_sig, "HTTP_WEBHOOK_SIGNATURE=%.4096s", sig);
+	snprintf(p_sig, sizeof p_sig, "HTTP_%s=%.4096s", source ? "X_SIG" :
+	    "WEBHOOK_SIGNATURE", sig);
 	params[np++] = p_sig;
+	if (source)
+		params[np++] = "PATH_INFO=/hk";
 	if (flags & 2) {
 		snprintf(cl, sizeof cl, "%zu", (flags & 64) && blen > 0 ?
 		    blen - 1 : blen);
@@ -241,14 +296,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    status == 405 || status == 408 || status == 413 || status == 503);
 	if (!sign_it)
 		CHECK(status != 200);
+	if (source)
+		hk_key(id, body, blen, rowid, sizeof rowid);
+	else
+		snprintf(rowid, sizeof rowid, "%s", id);
 	if (status == 200) {
-		CHECK(stored_body(id, &got, &slen));
+		CHECK(stored_body(rowid, &got, &slen));
 		if (strstr(fake.out, "stored\n") != NULL)
 			CHECK(slen == blen && memcmp(got, body, blen) == 0);
 		free(got);
 	}
 	/* Without CONTENT_LENGTH the body is what the stream holds. */
-	well_formed = sign_it && !(flags & 4) && plain_id(id) &&
+	/* A source's X-Id may be empty (the body's digest is the id) and
+	 * is at most 255 bytes (scheme.h, SCHEME_VALUE_MAX). */
+	well_formed = sign_it && !(flags & 4) && (source ? (*id == '\0' ||
+	    (plain_id(id) && strlen(id) < 256)) : plain_id(id)) &&
 	    blen <= MAX_BODY && (!(flags & 2) || !(flags & 64) || blen == 0);
 	if (well_formed)
 		CHECK(status == 200);

@@ -625,6 +625,21 @@ START_TEST(extract_defaults)
 		body = "{\"id\":\"a\\u0001b\"}";
 		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 		    (const unsigned char *)body, strlen(body), &f, &why), -1);
+		/* Any other field is left out and noted, never a refusal. */
+		snprintf(big, sizeof big, "{\"id\":\"e\",\"type\":\"%0300d\","
+		    "\"created\":5,\"data\":{\"object\":{\"id\":\"a\\nb\"}}}",
+		    0);
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+		    (const unsigned char *)big, strlen(big), &f, &why), 0);
+		ck_assert_str_eq(f.id, "e");
+		ck_assert_str_eq(f.type, "");
+		ck_assert_str_eq(f.time, "5");
+		ck_assert_str_eq(f.object, "");
+		ck_assert_ptr_nonnull(why);
+		body = "{\"id\":\"e\"}";
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+		    (const unsigned char *)body, strlen(body), &f, &why), 0);
+		ck_assert_ptr_null(why);
 	}
 	/* Headers win over the body; svix-* names count for standard, one
 	 * family at a time. */

@@ -574,18 +574,27 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	if (over == NULL)
 		over = &none;
 	memset(out, 0, sizeof *out);
+	*why = NULL;
 	if (wants_body(over->id, s->id_pointer) ||
 	    wants_body(over->type, s->type_pointer) ||
 	    wants_body(over->time, s->time_pointer) ||
 	    wants_body(over->object, s->object_pointer))
 		j = cJSON_ParseWithLength((const char *)body, body_len);
+	/* Only the id refuses: cut, it could merge two deliveries.  Any
+	 * other field that cannot be kept whole is left out and noted. */
 	if (locate(s, h, j, over->id, s->id_header, s->id_pointer, out->id,
-	    why) == 0 && locate(s, h, j, over->type, s->type_header,
-	    s->type_pointer, out->type, why) == 0 && locate(s, h, j,
-	    over->time, s->time_header, s->time_pointer, out->time, why) == 0 &&
-	    locate(s, h, j, over->object, NULL, s->object_pointer, out->object,
-	    why) == 0)
+	    why) == 0) {
 		rc = 0;
+		if (locate(s, h, j, over->type, s->type_header,
+		    s->type_pointer, out->type, why) == -1)
+			out->type[0] = '\0';
+		if (locate(s, h, j, over->time, s->time_header,
+		    s->time_pointer, out->time, why) == -1)
+			out->time[0] = '\0';
+		if (locate(s, h, j, over->object, NULL, s->object_pointer,
+		    out->object, why) == -1)
+			out->object[0] = '\0';
+	}
 	cJSON_Delete(j);
 	return rc;
 }

@@ -258,10 +258,12 @@ struct scheme_locate {
  * place, from there only; else scheme s's defaults, each from its header
  * when the scheme names one and it is present, else from the JSON body at
  * its pointer (a string, or an integer written in decimal).
- * Returns 0, or -1 with *why static when a value is longer than
+ * Returns 0, or -1 with *why static when the id is longer than
  * SCHEME_VALUE_MAX - 1 or holds a control byte (never cut: an id that
- * loses its tail would merge deliveries).  A body that is not JSON just
- * yields nothing from pointers.
+ * loses its tail would merge deliveries).  Any other field that cannot be
+ * kept whole is left "" and returns 0 with *why set to a static note
+ * (else *why is NULL): a delivery is never refused for its type, time or
+ * object.  A body that is not JSON just yields nothing from pointers.
  */
 int	scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	    const struct scheme_headers *h,

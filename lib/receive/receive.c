@@ -595,6 +595,8 @@ store(struct receive *rv, struct attempt *a)
 			a->why = "out of memory";
 			return 503;
 		}
+		if (a->fields.note == NULL)
+			a->fields.note = why;
 		d.source = a->src->name;
 		d.webhook_timestamp = a->res.signed_at >= 0 ? a->res.signed_at :
 		    (int64_t)time(NULL);
