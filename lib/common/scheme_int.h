@@ -106,6 +106,27 @@ void scheme_twilio_verify(const struct scheme_params *p,
 	    const struct scheme_secret *keys, size_t nkeys,
 	    const struct scheme_headers *h, const unsigned char *body,
 	    size_t body_len, int64_t now, struct scheme_result *res);
+/*
+ * Twilio's signed content for a body: parts[0] the URL, then each
+ * distinct decoded form parameter's name and value, sorted (none when the
+ * URL carries bodySHA256=, whose signature covers the URL alone).  The
+ * verifier and scheme_sign share it.  Returns 0 (free with
+ * scheme_twilio_free), or -1 with *o and *why (static) set.
+ */
+struct scheme_twilio {
+	char		*form;		/* the body's copy, decoded in place */
+	void		*params;	/* the parameters, sorted */
+	struct part	*parts;
+	size_t		 nparts;
+};
+int scheme_twilio_content(const char *url, const unsigned char *body,
+	    size_t body_len, struct scheme_twilio *tc, enum scheme_outcome *o,
+	    const char **why);
+void scheme_twilio_free(struct scheme_twilio *tc);
+/* 1 when url's bodySHA256= is body's SHA-256, 0 when another's, -1 when
+ * the URL has none. */
+int scheme_twilio_body_matches(const char *url, const unsigned char *body,
+	    size_t body_len);
 int scheme_never_recognised(const struct scheme_headers *h);
 void scheme_hmac_verify(const struct scheme_params *p,
 	    const struct scheme_secret *keys, size_t nkeys,

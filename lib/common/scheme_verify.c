@@ -659,6 +659,113 @@ url_port_variant(const char *url, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
+/* Does url carry bodySHA256= (Twilio's JSON bodies)?  Then *hash points
+ * at its value. */
+static int
+twilio_body_hash(const char *url, const char **hash)
+{
+	const char *b = strstr(url, "bodySHA256=");
+
+	if (b == NULL)
+		return 0;
+	*hash = b + 11;
+	return 1;
+}
+
+int
+scheme_twilio_body_matches(const char *url, const unsigned char *body,
+    size_t body_len)
+{
+	unsigned char d[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof d + 1];
+	const char *want;
+
+	if (!twilio_body_hash(url, &want))
+		return -1;
+	crypto_hash_sha256(d, body, body_len);
+	sodium_bin2hex(hex, sizeof hex, d, sizeof d);
+	return strcspn(want, "&#") == 64 && sodium_memcmp(hex, want, 64) == 0;
+}
+
+int
+scheme_twilio_content(const char *url, const unsigned char *body,
+    size_t body_len, struct scheme_twilio *tc, enum scheme_outcome *o,
+    const char **why)
+{
+	struct param *params = NULL;
+	const char *hash;
+	size_t np = 0, i, start;
+
+	memset(tc, 0, sizeof *tc);
+	*o = SCHEME_BAD_SIGNATURE;
+	if (!twilio_body_hash(url, &hash) && body_len > 0) {
+		if ((tc->form = malloc(body_len)) == NULL ||
+		    (params = calloc(SCHEME_FORM_PARAMS_MAX, sizeof *params)) == NULL) {
+			*why = "out of memory";
+			goto fail;
+		}
+		tc->params = params;
+		memcpy(tc->form, body, body_len);
+		for (start = 0; start <= body_len; ) {
+			size_t end = start, eq;
+
+			while (end < body_len && tc->form[end] != '&')
+				end++;
+			if (end > start) {
+				if (np == SCHEME_FORM_PARAMS_MAX) {
+					*o = SCHEME_MALFORMED;
+					*why = "more form parameters than a "
+					    "Twilio request has";
+					goto fail;
+				}
+				for (eq = start; eq < end && tc->form[eq] != '='; eq++)
+					;
+				params[np].k.p = tc->form + start;
+				params[np].k.len = form_decode(tc->form + start,
+				    eq - start);
+				params[np].v.p = eq < end ? tc->form + eq + 1 :
+				    tc->form + end;
+				params[np].v.len = eq < end ?
+				    form_decode(tc->form + eq + 1, end - eq - 1) : 0;
+				np++;
+			}
+			start = end + 1;
+		}
+		/* twilio-node sorts the names, and each name's distinct values
+		 * (byte order here, UTF-16 order there: the same for every
+		 * character below U+E000). */
+		qsort(params, np, sizeof *params, param_cmp);
+	}
+	if ((tc->parts = calloc(1 + 2 * (np ? np : 1), sizeof *tc->parts)) == NULL) {
+		*why = "out of memory";
+		goto fail;
+	}
+	tc->nparts = 1;
+	for (i = 0; i < np; i++) {
+		if (i > 0 && param_cmp(&params[i], &params[i - 1]) == 0)
+			continue;
+		tc->parts[tc->nparts].p = params[i].k.p;
+		tc->parts[tc->nparts++].len = params[i].k.len;
+		tc->parts[tc->nparts].p = params[i].v.p;
+		tc->parts[tc->nparts++].len = params[i].v.len;
+	}
+	tc->parts[0].p = url;
+	tc->parts[0].len = strlen(url);
+	return 0;
+fail:
+	scheme_twilio_free(tc);
+	return -1;
+}
+
+void
+scheme_twilio_free(struct scheme_twilio *tc)
+{
+	free(tc->parts);
+	free(tc->params);
+	free(tc->form);
+	memset(tc, 0, sizeof *tc);
+}
+
 void
 scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *keys,
     size_t nkeys, const struct scheme_headers *h, const unsigned char *body,
@@ -666,13 +773,12 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 {
 	const char *sig = scheme_hget(h, "X-Twilio-Signature");
 	const char *settings = scheme_hget(h, "X-Twilio-Webhooks-Signature-Settings");
-	const char *bodyhash;
-	struct param *params = NULL;
-	struct part *parts = NULL;
+	const char *why;
+	struct scheme_twilio tc;
+	enum scheme_outcome o;
 	struct span e;
 	enum scheme_alg alg = SCHEME_SHA1;
-	char *form = NULL, other[2048];
-	size_t np = 0, nparts, i, start;
+	char other[2048];
 	int rc;
 
 	(void)now;
@@ -699,90 +805,33 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 			return;
 		}
 	}
-	bodyhash = strstr(p->url, "bodySHA256=");
-	if (bodyhash != NULL) {
-		/* JSON bodies: the URL carries the body's SHA-256, hex; the
-		 * signature covers the URL alone. */
-		unsigned char d[crypto_hash_sha256_BYTES];
-		char hex[2 * sizeof d + 1];
-
-		crypto_hash_sha256(d, body, body_len);
-		sodium_bin2hex(hex, sizeof hex, d, sizeof d);
-		bodyhash += 11;
-		if (strcspn(bodyhash, "&#") != 64 ||
-		    sodium_memcmp(hex, bodyhash, 64) != 0) {
-			scheme_refuse(res, SCHEME_BAD_SIGNATURE, "the body does not match "
-			    "the URL's bodySHA256");
-			return;
-		}
-	} else if (body_len > 0) {
-		if ((form = malloc(body_len)) == NULL ||
-		    (params = calloc(SCHEME_FORM_PARAMS_MAX, sizeof *params)) == NULL) {
-			scheme_refuse(res, SCHEME_BAD_SIGNATURE, "out of memory");
-			goto out;
-		}
-		memcpy(form, body, body_len);
-		for (start = 0; start <= body_len; ) {
-			size_t end = start, eq;
-
-			while (end < body_len && form[end] != '&')
-				end++;
-			if (end > start) {
-				if (np == SCHEME_FORM_PARAMS_MAX) {
-					scheme_refuse(res, SCHEME_MALFORMED, "more form "
-					    "parameters than a Twilio request has");
-					goto out;
-				}
-				for (eq = start; eq < end && form[eq] != '='; eq++)
-					;
-				params[np].k.p = form + start;
-				params[np].k.len = form_decode(form + start,
-				    eq - start);
-				params[np].v.p = eq < end ? form + eq + 1 : form + end;
-				params[np].v.len = eq < end ?
-				    form_decode(form + eq + 1, end - eq - 1) : 0;
-				np++;
-			}
-			start = end + 1;
-		}
-		/* twilio-node sorts the names, and each name's distinct values
-		 * (byte order here, UTF-16 order there: the same for every
-		 * character below U+E000). */
-		qsort(params, np, sizeof *params, param_cmp);
+	/* JSON bodies: the URL carries the body's SHA-256, hex; the
+	 * signature covers the URL alone. */
+	if (scheme_twilio_body_matches(p->url, body, body_len) == 0) {
+		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "the body does not match "
+		    "the URL's bodySHA256");
+		return;
 	}
-	if ((parts = calloc(1 + 2 * (np ? np : 1), sizeof *parts)) == NULL) {
-		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "out of memory");
-		goto out;
-	}
-	nparts = 1;
-	for (i = 0; i < np; i++) {
-		if (i > 0 && param_cmp(&params[i], &params[i - 1]) == 0)
-			continue;
-		parts[nparts].p = params[i].k.p;
-		parts[nparts++].len = params[i].k.len;
-		parts[nparts].p = params[i].v.p;
-		parts[nparts++].len = params[i].v.len;
+	if (scheme_twilio_content(p->url, body, body_len, &tc, &o, &why) == -1) {
+		scheme_refuse(res, o, why);
+		return;
 	}
 	e.p = sig;
 	e.len = strlen(sig);
-	parts[0].p = p->url;
-	parts[0].len = strlen(p->url);
-	rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, parts, nparts, &e, 1, res);
+	rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, tc.parts,
+	    tc.nparts, &e, 1, res);
 	if (rc != 0 && url_port_variant(p->url, other, sizeof other) == 0) {
-		parts[0].p = other;
-		parts[0].len = strlen(other);
-		rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, parts, nparts,
-		    &e, 1, res);
+		tc.parts[0].p = other;
+		tc.parts[0].len = strlen(other);
+		rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, tc.parts,
+		    tc.nparts, &e, 1, res);
 	}
 	if (rc != 0)
 		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "X-Twilio-Signature does not "
 		    "verify for the configured URL");
 	else
 		scheme_verified(res);
-out:
-	free(parts);
-	free(params);
-	free(form);
+	scheme_twilio_free(&tc);
 }
 
 /* ---- hmac, the generic scheme ---- */
