@@ -42,7 +42,7 @@ TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
 COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c \
-	      scheme_verify.c)
+	      scheme_verify.c scheme_sign.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -59,7 +59,7 @@ REPORT_SRC  = $(addprefix lib/report/,runrec.c report.c html.c prom.c)
 LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC) \
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
-UNIT_TESTS = test_util test_instant test_signature test_scheme test_event test_config \
+UNIT_TESTS = test_util test_instant test_signature test_scheme test_scheme_sign test_event test_config \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \

@@ -270,4 +270,88 @@ int	scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	    const unsigned char *body, size_t body_len, struct scheme_fields *out,
 	    const char **why) __attribute__((warn_unused_result));
 
+/* ---- signing, as each provider's sender does (lib/common/scheme_sign.c) ---- */
+
+/* Headers a signed delivery carries: the most any scheme sends (GitHub:
+ * two signatures, delivery, event) and a source's own id and type
+ * headers (scheme_signed_add). */
+#define SCHEME_SIGNED_HEADERS_MAX	8
+/* A header's name, bytes + NUL: the providers' are < 40; a configured
+ * one (hmac's header) longer is refused. */
+#define SCHEME_HEADER_NAME_MAX		64
+/* A header's value, bytes + NUL: HMAC-SHA512 in base64 is 88, GitLab's
+ * token is a whole secret (SCHEME_SECRET_MAX), an hmac prefix is the
+ * config's; longer is refused, never cut. */
+#define SCHEME_HEADER_VALUE_MAX		512
+
+struct scheme_signed {
+	struct {
+		char	name[SCHEME_HEADER_NAME_MAX];
+		char	value[SCHEME_HEADER_VALUE_MAX];
+	}		 h[SCHEME_SIGNED_HEADERS_MAX];
+	size_t		 n;
+	/* The body's type as the provider sends it: Twilio's form bodies
+	 * application/x-www-form-urlencoded, the rest (and Twilio's
+	 * bodySHA256 bodies) application/json.  Static. */
+	const char	*content_type;
+};
+
+/*
+ * Can scheme s sign with key?  1, or 0 with *why static: Discord's and a
+ * standard whpk_ key are Ed25519 public keys — the provider signs with a
+ * private key the config never holds.
+ */
+int	scheme_can_sign(const struct scheme *s, const struct scheme_secret *key,
+	    const char **why);
+
+/*
+ * Sign body (body_len bytes) as scheme s's sender does, with one secret
+ * loaded for s (scheme_secret_load) and p (scheme_params_init plus the
+ * source's keys; scheme_params_check'ed), at `timestamp` (Unix seconds;
+ * signed where the scheme signs a time, and Shopify's
+ * X-Shopify-Triggered-At), as delivery `id` and of event `type` where
+ * the scheme sends them in headers (NULL: header left out; `standard`
+ * requires an id).  The headers, in the provider's order, go into *out:
+ *   standard     webhook-id, webhook-timestamp, webhook-signature (v1,)
+ *   stripe       Stripe-Signature: t=…,v1=…
+ *   github       X-Hub-Signature-256, X-Hub-Signature (SHA-1, as GitHub
+ *                still sends), X-GitHub-Delivery, X-GitHub-Event
+ *   shopify      X-Shopify-Hmac-Sha256, X-Shopify-Webhook-Id,
+ *                X-Shopify-Topic, X-Shopify-Triggered-At
+ *   woocommerce  X-WC-Webhook-Signature, X-WC-Webhook-Delivery-ID,
+ *                X-WC-Webhook-Topic
+ *   slack        X-Slack-Signature (v0=), X-Slack-Request-Timestamp
+ *   paddle       Paddle-Signature: ts=…;h1=…
+ *   gitlab       X-Gitlab-Token (the secret itself), X-Gitlab-Event-UUID,
+ *                X-Gitlab-Event
+ *   twilio       X-Twilio-Signature: HMAC-SHA1 (the Auth Token's) of
+ *                p->url and the sorted form parameters, or of the URL
+ *                alone when it carries bodySHA256= (the body must hash
+ *                to it); I-Twilio-Idempotency-Token.  The newer
+ *                shared-key HMAC-SHA256 is not signed.
+ *   hmac         p->header: p->prefix + the MAC of [timestamp separator]
+ *                body in p->alg and p->encoding; p->timestamp_header
+ *                when set.
+ * Returns 0, or -1 with *why static (never holding a byte of the secret)
+ * and *out emptied: a key that cannot sign (scheme_can_sign), a value
+ * that would not fit, a Twilio body that does not match its URL.
+ * *out may hold the secret (GitLab's token): scheme_signed_wipe it.
+ */
+int	scheme_sign(const struct scheme *s, const struct scheme_params *p,
+	    const struct scheme_secret *key, const unsigned char *body,
+	    size_t body_len, int64_t timestamp, const char *id,
+	    const char *type, struct scheme_signed *out, const char **why)
+	    __attribute__((warn_unused_result));
+
+/* Append one more header (a source's configured id or type header).
+ * 0, or -1 when full or a name or value does not fit. */
+int	scheme_signed_add(struct scheme_signed *out, const char *name,
+	    const char *value) __attribute__((warn_unused_result));
+
+/* The value of header `name` (case ignored) in *out, or NULL. */
+const char *scheme_signed_get(const struct scheme_signed *out,
+	    const char *name);
+
+void	scheme_signed_wipe(struct scheme_signed *out);
+
 #endif
