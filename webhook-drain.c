@@ -10,7 +10,7 @@
  *   webhook-drain requeue ID | requeue FILTERS [--yes]
  *   webhook-drain forget ID | forget FILTERS [--yes]
  *   webhook-drain purge
- *   webhook-drain send URL [FILE] [--id ID]
+ *   webhook-drain send [--source NAME] URL [FILE] [--id ID]
  *   webhook-drain check [--document-root DIR] [--handler] [--url URL]
  *   webhook-drain sync RESOURCE
  *   webhook-drain recover --since T
@@ -93,14 +93,17 @@ usage(void)
 	    "  requeue ID | FILTERS [--yes] make events due again (fresh retry budget)\n"
 	    "  forget ID | FILTERS [--yes]  delete records so a replay is accepted again\n"
 	    "  purge                        apply retention now\n"
-	    "  send URL [FILE | --size N] [--id ID]\n"
+	    "  send [--source NAME] URL [FILE | --size N] [--id ID]\n"
 	    "                               POST FILE (or stdin; on a terminal, a test\n"
 	    "                               event; --size: one of N bytes) signed with\n"
-	    "                               the first whsec_ secret, as the provider would\n"
+	    "                               the first whsec_ secret, as the provider would;\n"
+	    "                               --source: as [source NAME]'s provider signs,\n"
+	    "                               with its first secret, to URL (its /NAME)\n"
 	    "  check [--document-root DIR] [--handler] [--url URL]\n"
 	    "                               validate the setup as this user runs it;\n"
 	    "                               --handler: run it on a test event\n"
-	    "                               (WEBHOOK_TEST=1); --url: probe the endpoint\n"
+	    "                               (WEBHOOK_TEST=1); --url: probe the endpoint,\n"
+	    "                               and send each [source NAME] a test to URL/NAME\n"
 	    "  sync RESOURCE                store objects changed since the last sync\n"
 	    "                               (API updated_after) as events, then run\n"
 	    "  recover --since T            store the provider's events (30 days max)\n"
@@ -195,7 +198,7 @@ enum {
 	OPT_JSON, OPT_YES, OPT_BODY, OPT_MAX_TIME, OPT_MAX_PENDING_AGE,
 	OPT_MAX_IDLE, OPT_ID, OPT_DOCROOT, OPT_SIZE, OPT_MAX_FAILING, OPT_PING,
 	OPT_HANDLER, OPT_URL, OPT_REPORT, OPT_METRICS, OPT_FAILING, OPT_RECORD,
-	OPT_JOBS, OPT_TO, OPT_DRY_RUN
+	OPT_JOBS, OPT_TO, OPT_DRY_RUN, OPT_SOURCE
 };
 
 static const struct option long_opts[] = {
@@ -226,6 +229,7 @@ static const struct option long_opts[] = {
 	{ "jobs", required_argument, NULL, OPT_JOBS },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "source", required_argument, NULL, OPT_SOURCE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -247,6 +251,7 @@ struct opts {
 	const char		*report_dir;	/* run --report, report --out */
 	const char		*metrics;	/* --metrics FILE */
 	const char		*to;		/* copy --to DATABASE */
+	const char		*source;	/* send --source NAME */
 	int			 dry_run;	/* copy --dry-run */
 	int64_t			 size;		/* send --size: bytes; 0 = none */
 	char			*object_buf;
@@ -379,6 +384,9 @@ parse_option(int ch, const char *arg, struct opts *o)
 		return 0;
 	case OPT_DRY_RUN:
 		o->dry_run = 1;
+		return 0;
+	case OPT_SOURCE:
+		o->source = arg;
 		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
@@ -841,14 +849,20 @@ cmd_purge(const struct config *c, struct opts *o)
 
 /* ---- send ---------------------------------------------------------------- */
 
+/*
+ * send [--source NAME] URL [FILE | --size N] [--id ID]: one signed POST
+ * (lib/operator/sender.h) — as Standard Webhooks with the first whsec_
+ * secret, or as [source NAME]'s provider signs with its first secret.
+ */
 static int
 cmd_send(const struct config *c, struct opts *o)
 {
-	const struct signature_key *key = sender_key(c);
+	const struct signature_key *key = NULL;
+	const struct config_source *src = NULL;
 	struct sender_answer a;
 	enum sender_status st;
 	struct buf body, err;
-	char idbuf[SENDER_ID_SIZE];
+	char idbuf[SENDER_SOURCE_ID_SIZE];
 	const char *id = o->id, *ca;
 	int rc = EXIT_FAILED;
 
@@ -860,25 +874,40 @@ cmd_send(const struct config *c, struct opts *o)
 		usage();
 		return EXIT_USAGE;
 	}
-	if (key == NULL) {
-		fprintf(stderr, "webhook-drain: send needs a whsec_ secret in %s\n",
-		    c->path);
-		return EXIT_USAGE;
-	}
-	if (id == NULL)
-		id = sender_new_id(idbuf);
 	buf_init(&body, SENDER_BODY_MAX);
 	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&a.body, 4096);
+	if (o->source != NULL) {
+		if ((src = sender_source(c, o->source, &err)) == NULL) {
+			fprintf(stderr, "webhook-drain: send: %s\n", err.data);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if (!sender_url_names_source(o->args[0], src->name))
+			fprintf(stderr, "webhook-drain: note: %s does not end in "
+			    "/%s, the path the receiver takes [source %s] at\n",
+			    o->args[0], src->name, src->name);
+	} else if ((key = sender_key(c)) == NULL) {
+		fprintf(stderr, "webhook-drain: send needs a whsec_ secret in %s\n",
+		    c->path);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (id == NULL)
+		id = src != NULL ? sender_source_id(src->scheme, idbuf) :
+		    sender_new_id(idbuf);
 	if (sender_pick_body(o->nargs == 2 ? o->args[1] : NULL, o->size > 0 ||
-	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id, &body,
-	    &err) == -1) {
+	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id,
+	    src != NULL ? src->scheme : NULL, &body, &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
 	}
-	st = sender_post(c, key, o->args[0], id, body.data, body.len, &a, &err);
+	st = src != NULL ? sender_post_source(c, src, o->args[0], id, body.data,
+	    body.len, &a, &err) : sender_post(c, key, o->args[0], id, body.data,
+	    body.len, &a, &err);
 	if (st == SENDER_UNSIGNED) {
-		fprintf(stderr, "webhook-drain: cannot sign\n");
+		fprintf(stderr, "webhook-drain: %s\n", src != NULL ? err.data :
+		    "cannot sign");
 		goto out;
 	}
 	if (st != SENDER_SENT) {
@@ -893,7 +922,10 @@ cmd_send(const struct config *c, struct opts *o)
 		}
 		goto out;
 	}
-	printf("%ld webhook-id=%s ", a.status, id);
+	if (src != NULL)
+		printf("%ld source=%s id=%s ", a.status, src->name, id);
+	else
+		printf("%ld webhook-id=%s ", a.status, id);
 	if (a.ours)
 		present_escaped(stdout, a.body.data ? a.body.data : "",
 		    a.body.len > 200 ? 200 : a.body.len);
@@ -937,8 +969,10 @@ cmd_check(const struct config *c, struct opts *o)
 	struct buf err;
 
 	setup_check_partial(c, config_errors, o->docroot, &h, &n);
-	if (o->url != NULL)
+	if (o->url != NULL) {
 		probe_url(c, o->url, &h, &n);
+		probe_sources(c, o->url, &h, &n);
+	}
 	if (o->handler && c->handler != NULL) {
 		buf_init(&err, BUF_ERR_MAX);
 		printf("handler on a test event (WEBHOOK_TEST=1):\n");

@@ -2,17 +2,24 @@
  * test_sender: lib/operator/sender.c without a network — the test event `send`
  * makes up (shape, padding to the asked size), the key it signs with, and
  * the headers of its request: a signature the receiver's own check
- * (signature_verify) accepts over id.timestamp.body.
+ * (signature_verify) accepts over id.timestamp.body.  And send --source:
+ * each provider's test event (the fields the receiver's scheme_extract
+ * finds by the scheme's defaults), ids as each provider writes them, the
+ * headers of a [source NAME] that its scheme's verifier accepts, and the
+ * refusals (an unknown NAME lists the configured ones; Discord).
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
+#include "lib/common/scheme.h"
 #include "lib/operator/sender.h"
 #include "tests/check_common.h"
 #include "tests/check_config.h"
@@ -33,18 +40,18 @@ START_TEST(picks_the_body_and_a_fresh_id)
 	buf_init(&body, 1 << 20);
 	buf_init(&err, BUF_ERR_MAX);
 	/* A test event when asked, whatever the path. */
-	ck_assert_int_eq(sender_pick_body("/nonexistent", 1, 0, id, &body,
+	ck_assert_int_eq(sender_pick_body("/nonexistent", 1, 0, id, NULL, &body,
 	    &err), 0);
 	ck_assert_ptr_nonnull(strstr(body.data, id));
 	/* A file that is not there: its name and why. */
 	buf_reset(&body);
-	ck_assert_int_eq(sender_pick_body("/nonexistent/x", 0, 0, id, &body,
+	ck_assert_int_eq(sender_pick_body("/nonexistent/x", 0, 0, id, NULL, &body,
 	    &err), -1);
 	ck_assert_ptr_nonnull(strstr(err.data, "/nonexistent/x: No such file"));
 	/* An empty file: refused, named, and the way to a test event. */
 	ck_assert_int_ne(fd = mkstemp(path), -1);
 	close(fd);
-	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, &body, &err), -1);
+	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, NULL, &body, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err.data, path));
 	ck_assert_ptr_nonnull(strstr(err.data, "nothing sent (send --size N"));
 	/* The file, byte for byte. */
@@ -52,7 +59,7 @@ START_TEST(picks_the_body_and_a_fresh_id)
 	ck_assert_int_eq(write(fd, "{\"a\":1}", 7), 7);
 	close(fd);
 	buf_reset(&body);
-	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, &body, &err), 0);
+	ck_assert_int_eq(sender_pick_body(path, 0, 0, id, NULL, &body, &err), 0);
 	ck_assert_int_eq(body.len, 7);
 	ck_assert_int_eq(memcmp(body.data, "{\"a\":1}", 7), 0);
 	unlink(path);
@@ -144,6 +151,242 @@ START_TEST(signs_with_the_first_whsec)
 }
 END_TEST
 
+
+/* ---- send --source ---- */
+
+/* A config with a source of every scheme (Discord's a public key). */
+static const char sources_conf[] =
+    "[source std]\nscheme = standard\n"
+    "secret = whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"
+    "[source stripe]\nscheme = stripe\nsecret = whsec_first\n"
+    "secret = whsec_second\n"
+    "[source gh]\nscheme = github\nsecret = It's a Secret to Everybody\n"
+    "[source shop]\nscheme = shopify\nsecret = shpss_1\n"
+    "[source woo]\nscheme = woocommerce\nsecret = x$N<D]7u\n"
+    "[source slack]\nscheme = slack\nsecret = 8f742231b10e8888abcd99yyyzzz85a5\n"
+    "[source paddle]\nscheme = paddle\nsecret = pdl_ntfset_1\n"
+    "[source gl]\nscheme = gitlab\nsecret = glwh-7Yq2 x!\n"
+    "[source tw]\nscheme = twilio\nsecret = 12345\n"
+    "url = https://hooks.example.net/webhook.fcgi/tw\n"
+    "[source generic]\nscheme = hmac\nsecret = k\nheader = X-Sig\n"
+    "prefix = sha256=\ntimestamp_header = X-Time\nid = X-Request-Id\n"
+    "type = X-Event\n"
+    "[source disc]\nscheme = discord\n"
+    "secret = 197f6b23e16c8532c6abc838facd5ea789be0c76b2920334039bfa8b3d368d61\n";
+
+/* A curl header list as scheme_headers (name: value lines). */
+static const char *
+slist_get(void *arg, const char *name)
+{
+	const struct curl_slist *it;
+	size_t nl = strlen(name);
+
+	for (it = arg; it != NULL; it = it->next)
+		if (strncasecmp(it->data, name, nl) == 0 &&
+		    it->data[nl] == ':' && it->data[nl + 1] == ' ')
+			return it->data + nl + 2;
+	return NULL;
+}
+
+START_TEST(source_bodies_are_each_providers_events)
+{
+	static const struct {
+		enum scheme_id	 id;
+		const char	*type;	/* what the scheme's default finds */
+		int		 object, time;
+	} cases[] = {
+		{ SCHEME_STRIPE, SENDER_TEST_TYPE, 1, 1 },
+		{ SCHEME_PADDLE, SENDER_TEST_TYPE, 1, 1 },
+		{ SCHEME_SLACK, SENDER_TEST_TYPE, 0, 1 },
+		{ SCHEME_GITHUB, "", 0, 0 },
+		{ SCHEME_GITLAB, "", 0, 0 },
+		{ SCHEME_SHOPIFY, "", 1, 1 },
+		{ SCHEME_WOOCOMMERCE, "", 1, 1 },
+		{ SCHEME_STANDARD, SENDER_TEST_TYPE, 0, 0 },
+	};
+	struct scheme_headers h = { slist_get, NULL };
+	struct scheme_fields f;
+	const char *why;
+	struct buf b;
+	cJSON *j;
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		const struct scheme *s = scheme_get(cases[i].id);
+		char id[SENDER_SOURCE_ID_SIZE];
+
+		sender_source_id(s, id);
+		buf_init(&b, SENDER_BODY_MAX);
+		ck_assert_int_eq(sender_source_body(s, id, 1764806400, 0, &b), 0);
+		ck_assert_msg((j = cJSON_ParseWithLength(b.data, b.len)) != NULL,
+		    "%s: not JSON", s->name);
+		cJSON_Delete(j);
+		ck_assert_int_eq(scheme_extract(s, NULL, &h,
+		    (const unsigned char *)b.data, b.len, &f, &why), 0);
+		/* Where the provider keeps its id in the body, the id is
+		 * there; the header schemes' ids come in headers. */
+		if (s->id_header == NULL)
+			ck_assert_str_eq(f.id, id);
+		ck_assert_str_eq(f.type, cases[i].type);
+		ck_assert_msg((f.object[0] != '\0') == cases[i].object, "%s: "
+		    "object \"%s\"", s->name, f.object);
+		ck_assert_msg((f.time[0] != '\0') == cases[i].time, "%s: time "
+		    "\"%s\"", s->name, f.time);
+		/* Padded to the size asked, still JSON. */
+		buf_reset(&b);
+		ck_assert_int_eq(sender_source_body(s, id, 1764806400, 5000, &b), 0);
+		ck_assert_uint_eq(b.len, 5000);
+		ck_assert_ptr_nonnull(j = cJSON_ParseWithLength(b.data, b.len));
+		cJSON_Delete(j);
+		buf_free(&b);
+	}
+	/* Stripe's: an evt_ event with created and data.object.id. */
+	buf_init(&b, SENDER_BODY_MAX);
+	ck_assert_int_eq(sender_source_body(scheme_get(SCHEME_STRIPE), "evt_1",
+	    1764806400, 0, &b), 0);
+	ck_assert_int_eq(scheme_extract(scheme_get(SCHEME_STRIPE), NULL, &h,
+	    (const unsigned char *)b.data, b.len, &f, &why), 0);
+	ck_assert_str_eq(f.id, "evt_1");
+	ck_assert_str_eq(f.time, "1764806400");
+	ck_assert_str_eq(f.object, "test_evt_1");
+	/* Slack's: an event_callback (not a url_verification). */
+	buf_reset(&b);
+	ck_assert_int_eq(sender_source_body(scheme_get(SCHEME_SLACK), "Ev1",
+	    1764806400, 0, &b), 0);
+	ck_assert_ptr_nonnull(strstr(b.data, "\"type\":\"event_callback\""));
+	/* Twilio's: a form with the id as MessageSid, padded exactly, an id
+	 * that needs encoding encoded. */
+	buf_reset(&b);
+	ck_assert_int_eq(sender_source_body(scheme_get(SCHEME_TWILIO), "SM1 &x",
+	    0, 0, &b), 0);
+	ck_assert_ptr_nonnull(strstr(b.data, "&MessageSid=SM1%20%26x&"));
+	ck_assert_ptr_null(strchr(b.data, '{'));
+	buf_reset(&b);
+	ck_assert_int_eq(sender_source_body(scheme_get(SCHEME_TWILIO), "SM1", 0,
+	    4000, &b), 0);
+	ck_assert_uint_eq(b.len, 4000);
+	ck_assert_ptr_nonnull(strstr(b.data, "&Filler=xxx"));
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(source_ids_as_each_provider_writes_them)
+{
+	static const struct { enum scheme_id id; const char *prefix; size_t len; }
+	    cases[] = {
+		{ SCHEME_STRIPE, "evt_", 28 }, { SCHEME_PADDLE, "evt_", 28 },
+		{ SCHEME_SLACK, "Ev", 14 }, { SCHEME_GITHUB, "", 36 },
+		{ SCHEME_GITLAB, "", 36 }, { SCHEME_SHOPIFY, "", 36 },
+		{ SCHEME_WOOCOMMERCE, "", 32 }, { SCHEME_TWILIO, "SM", 34 },
+		{ SCHEME_STANDARD, "msg_", 28 }, { SCHEME_HMAC, "msg_", 28 },
+	};
+	char a[SENDER_SOURCE_ID_SIZE], b2[SENDER_SOURCE_ID_SIZE];
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		const struct scheme *s = scheme_get(cases[i].id);
+
+		sender_source_id(s, a);
+		ck_assert_msg(strlen(a) == cases[i].len && strncmp(a,
+		    cases[i].prefix, strlen(cases[i].prefix)) == 0, "%s: %s",
+		    s->name, a);
+		ck_assert_str_ne(a, sender_source_id(s, b2));
+	}
+	/* A UUID: 8-4-4-4-12, version 4. */
+	sender_source_id(scheme_get(SCHEME_GITHUB), a);
+	ck_assert(a[8] == '-' && a[13] == '-' && a[14] == '4' && a[18] == '-' &&
+	    a[23] == '-');
+	ck_assert_int_eq(sender_url_names_source("https://h/webhook.fcgi/gh", "gh"), 1);
+	ck_assert_int_eq(sender_url_names_source("https://h/webhook.fcgi/gh/", "gh"), 1);
+	ck_assert_int_eq(sender_url_names_source("https://h/w/tw?x=1", "tw"), 1);
+	ck_assert_int_eq(sender_url_names_source("https://h/webhook.fcgi", "gh"), 0);
+	ck_assert_int_eq(sender_url_names_source("https://h/xgh", "gh"), 0);
+	ck_assert_int_eq(sender_url_names_source("gh", "gh"), 0);
+}
+END_TEST
+
+START_TEST(source_headers_verify_as_the_receiver_checks)
+{
+	struct config c;
+	char dir[PATH_MAX];
+	struct buf err, b;
+	size_t i, n = 0;
+
+	check_config(tmpdir, sources_conf, &c, dir);
+	buf_init(&err, BUF_ERR_MAX);
+	for (i = 0; i < c.nsources; i++) {
+		const struct config_source *src;
+		struct scheme_headers h;
+		struct scheme_result res;
+		struct curl_slist *hl;
+		char id[SENDER_SOURCE_ID_SIZE];
+		const char *why = NULL;
+
+		if (c.sources[i].scheme->id == SCHEME_DISCORD)
+			continue;
+		ck_assert_ptr_nonnull(src = sender_source(&c, c.sources[i].name,
+		    &err));
+		sender_source_id(src->scheme, id);
+		buf_init(&b, SENDER_BODY_MAX);
+		ck_assert_int_eq(sender_source_body(src->scheme, id,
+		    (int64_t)time(NULL), 300, &b), 0);
+		hl = sender_source_headers(src, id, (int64_t)time(NULL), b.data,
+		    b.len, &why);
+		ck_assert_msg(hl != NULL, "%s: %s", src->name, why);
+		h.get = slist_get;
+		h.arg = hl;
+		ck_assert_msg(scheme_verify(src->scheme, &src->params,
+		    src->secrets, src->nsecrets, &h, (const unsigned char *)b.data,
+		    b.len, (int64_t)time(NULL), &res) == 0, "%s: %s", src->name,
+		    res.why);
+		ck_assert_int_eq(res.outcome, SCHEME_OK);
+		ck_assert_uint_eq(res.key_index, 0);	/* the first secret */
+		ck_assert_str_eq(slist_get(hl, "Content-Type"),
+		    src->scheme->id == SCHEME_TWILIO ?
+		    "application/x-www-form-urlencoded" : "application/json");
+		/* The id where the receiver looks for it by default, or where
+		 * the source says (the hmac source's X-Request-Id). */
+		{
+			struct scheme_fields f;
+
+			ck_assert_int_eq(scheme_extract(src->scheme, &src->locate,
+			    &h, (const unsigned char *)b.data, b.len, &f, &why), 0);
+			ck_assert_msg(strcmp(f.id, id) == 0, "%s: id \"%s\", "
+			    "sent %s", src->name, f.id, id);
+		}
+		curl_slist_free_all(hl);
+		buf_free(&b);
+		n++;
+	}
+	ck_assert_uint_eq(n, 10);
+	buf_free(&err);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(source_refusals_say_why)
+{
+	struct config c;
+	char dir[PATH_MAX];
+	struct buf err;
+
+	check_config(tmpdir, sources_conf, &c, dir);
+	buf_init(&err, BUF_ERR_MAX);
+	ck_assert_ptr_null(sender_source(&c, "strpe", &err));
+	ck_assert_msg(strstr(err.data, "no [source strpe]") != NULL &&
+	    strstr(err.data, "its sources: std, stripe, gh, shop, woo, slack, "
+	    "paddle, gl, tw, generic, disc") != NULL, "%s", err.data);
+	ck_assert_ptr_null(sender_source(&c, "disc", &err));
+	ck_assert_msg(strstr(err.data, "[source disc] (scheme = discord) cannot "
+	    "be signed here: Discord signs with its application's private key")
+	    != NULL, "%s", err.data);
+	config_free(&c);
+	check_config(tmpdir, "", &c, dir);
+	ck_assert_ptr_null(sender_source(&c, "stripe", &err));
+	ck_assert_ptr_nonnull(strstr(err.data, "it has no [source] sections"));
+	buf_free(&err);
+	config_free(&c);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -154,6 +397,10 @@ suite(void)
 	tcase_add_test(tc, sample_body_is_a_test_event);
 	tcase_add_test(tc, sample_body_pads_to_size);
 	tcase_add_test(tc, signs_with_the_first_whsec);
+	tcase_add_test(tc, source_bodies_are_each_providers_events);
+	tcase_add_test(tc, source_ids_as_each_provider_writes_them);
+	tcase_add_test(tc, source_headers_verify_as_the_receiver_checks);
+	tcase_add_test(tc, source_refusals_say_why);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <sodium.h>
@@ -22,21 +23,42 @@ struct probe {
 
 static void say(struct probe *p, const char *level, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+static void say_about(struct probe *p, const char *what, const char *level,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void
-say(struct probe *p, const char *level, const char *fmt, ...)
+vsay(struct probe *p, const char *what, const char *level, const char *fmt,
+    va_list ap)
 {
 	char text[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
-	va_end(ap);
 	if (strcmp(level, SETUP_FAIL) == 0)
 		p->n->fail++;
 	else if (strcmp(level, SETUP_WARN) == 0)
 		p->n->warn++;
-	p->h->finding(p->h->arg, level, "url", text);
+	p->h->finding(p->h->arg, level, what, text);
+}
+
+static void
+say(struct probe *p, const char *level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(p, "url", level, fmt, ap);
+	va_end(ap);
+}
+
+static void
+say_about(struct probe *p, const char *what, const char *level,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(p, what, level, fmt, ap);
+	va_end(ap);
 }
 
 /* The step of docs/HOSTING.md an answer points at, for a request that
@@ -186,4 +208,69 @@ probe_url(const struct config *c, const char *url,
 	signed_post(&p, &wrong, 0, "wrong signature", 401);
 	signature_key_wipe(&wrong);
 	get_refused(&p);
+}
+
+/* One source's signed test at url/NAME. */
+static void
+source_post(struct probe *p, const struct config_source *src)
+{
+	struct sender_answer a;
+	struct buf body, err, url;
+	char what[CONFIG_SOURCE_NAME_MAX + 8], id[SENDER_SOURCE_ID_SIZE];
+	const char *why;
+	size_t ul = strlen(p->url);
+
+	snprintf(what, sizeof what, "source %s", src->name);
+	if (src->nsecrets == 0 || !scheme_can_sign(src->scheme,
+	    &src->secrets[0], &why)) {
+		say_about(p, what, SETUP_OK, "%s: not sent — %s", src->scheme->title,
+		    src->nsecrets == 0 ? "it has no secret" : why);
+		return;
+	}
+	buf_init(&body, SENDER_BODY_MAX);
+	buf_init(&err, BUF_ERR_MAX);
+	buf_init(&url, 4096);
+	buf_init(&a.body, 4096);
+	/* The receiver's URL + "/NAME": where it takes this source. */
+	if (buf_printf(&url, "%.*s/%s", (int)(ul > 0 && p->url[ul - 1] == '/' ?
+	    ul - 1 : ul), p->url, src->name) == -1 ||
+	    sender_source_body(src->scheme, sender_source_id(src->scheme, id),
+	    (int64_t)time(NULL), 0, &body) == -1)
+		say_about(p, what, SETUP_FAIL, "out of memory");
+	else if (sender_post_source(p->c, src, url.data, id, body.data, body.len,
+	    &a, &err) != SENDER_SENT)
+		say_about(p, what, SETUP_FAIL, "%s: %s — " PROBE_STEP_TEST
+		    ": the URL) or the host's firewall", url.data, err.data);
+	else if (a.status == 200 && a.ours)
+		say_about(p, what, SETUP_OK, "%s signed as %s: 200 as expected",
+		    url.data, src->scheme->title);
+	else if (a.status == 404 && a.ours)
+		say_about(p, what, SETUP_FAIL, "%s: 404 from the receiver: it "
+		    "has no [source %s] — its config (the wrapper's "
+		    "WEBHOOK_CONF) is another, or it is older than this "
+		    "drainer: upgrade both together", url.data, src->name);
+	else if (a.status == 401 && a.ours)
+		say_about(p, what, SETUP_FAIL, "%s: 401: the receiver checks "
+		    "[source %s] with another secret — revisit "
+		    PROBE_STEP_EDIT ": the wrapper's WEBHOOK_CONF names another "
+		    "config?)", url.data, src->name);
+	else
+		say_about(p, what, SETUP_FAIL, "%s: %ld%s, not 200 — revisit %s",
+		    url.data, a.status, a.ours ? "" : " from the web server "
+		    "itself", step_for(&a));
+	buf_free(&body);
+	buf_free(&err);
+	buf_free(&url);
+	buf_free(&a.body);
+}
+
+void
+probe_sources(const struct config *c, const char *url,
+    const struct setup_hooks *h, struct setup_counts *n)
+{
+	struct probe p = { c, url, h, n };
+	size_t i;
+
+	for (i = 0; i < c->nsources; i++)
+		source_post(&p, &c->sources[i]);
 }

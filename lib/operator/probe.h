@@ -32,4 +32,16 @@
 void	probe_url(const struct config *c, const char *url,
 	    const struct setup_hooks *h, struct setup_counts *n);
 
+/*
+ * Each [source NAME] of c at url + "/NAME", where the receiver takes its
+ * deliveries: a test event shaped and signed as its provider's
+ * (sender_post_source, its first secret) must be stored (200 from the
+ * receiver itself); a 404 from the receiver means it has no such source
+ * (another config, or a receiver older than this drainer).  A source
+ * that cannot be signed here (Discord: a public key) is said and not
+ * sent.  Results to h->finding (what: "source NAME"), counted in *n.
+ */
+void	probe_sources(const struct config *c, const char *url,
+	    const struct setup_hooks *h, struct setup_counts *n);
+
 #endif

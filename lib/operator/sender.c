@@ -148,25 +148,16 @@ answer_header(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-enum sender_status
-sender_post(const struct config *c, const struct signature_key *key,
-    const char *url, const char *id, const void *body, size_t len,
-    struct sender_answer *a, struct buf *err)
+/* POST body with the headers h (consumed: freed here). */
+static enum sender_status
+post(const struct config *c, struct curl_slist *h, const char *url,
+    const void *body, size_t len, struct sender_answer *a, struct buf *err)
 {
 	char detail[CURL_ERROR_SIZE] = "";
-	struct curl_slist *h;
 	enum sender_status st = SENDER_FAILED;
 	CURL *curl = NULL;
 	CURLcode cc;
 
-	a->status = 0;
-	a->ours = 0;
-	a->version[0] = '\0';
-	buf_reset(err);
-	if ((h = sender_headers(key, id, (int64_t)time(NULL), body, len)) == NULL) {
-		(void)buf_printf(err, "cannot sign");
-		return SENDER_UNSIGNED;
-	}
 	if ((curl = curl_easy_init()) == NULL) {
 		(void)buf_printf(err, "libcurl failed to initialise");
 		goto out;
@@ -196,10 +187,375 @@ sender_post(const struct config *c, const struct signature_key *key,
 		a->body.len--;
 	st = SENDER_SENT;
 out:
+	/* GitLab's header is its secret: wipe the list's copies. */
+	for (struct curl_slist *it = h; it != NULL; it = it->next)
+		sodium_memzero(it->data, strlen(it->data));
 	curl_slist_free_all(h);
 	if (curl != NULL)
 		curl_easy_cleanup(curl);
 	return st;
+}
+
+static void
+answer_reset(struct sender_answer *a, struct buf *err)
+{
+	a->status = 0;
+	a->ours = 0;
+	a->version[0] = '\0';
+	buf_reset(err);
+}
+
+enum sender_status
+sender_post(const struct config *c, const struct signature_key *key,
+    const char *url, const char *id, const void *body, size_t len,
+    struct sender_answer *a, struct buf *err)
+{
+	struct curl_slist *h;
+
+	answer_reset(a, err);
+	if ((h = sender_headers(key, id, (int64_t)time(NULL), body, len)) == NULL) {
+		(void)buf_printf(err, "cannot sign");
+		return SENDER_UNSIGNED;
+	}
+	return post(c, h, url, body, len, a, err);
+}
+
+enum sender_status
+sender_post_source(const struct config *c, const struct config_source *src,
+    const char *url, const char *id, const void *body, size_t len,
+    struct sender_answer *a, struct buf *err)
+{
+	struct curl_slist *h;
+	const char *why;
+
+	answer_reset(a, err);
+	if ((h = sender_source_headers(src, id, (int64_t)time(NULL), body, len,
+	    &why)) == NULL) {
+		(void)buf_printf(err, "cannot sign as [source %s]: %s", src->name,
+		    why);
+		return SENDER_UNSIGNED;
+	}
+	return post(c, h, url, body, len, a, err);
+}
+
+/* ---- send --source ---- */
+
+const struct config_source *
+sender_source(const struct config *c, const char *name, struct buf *err)
+{
+	const struct config_source *src = config_source_find(c, name);
+	const char *why;
+	size_t i;
+
+	buf_reset(err);
+	if (src == NULL) {
+		if (c->nsources == 0) {
+			(void)buf_printf(err, "no [source %s] in %s: it has no "
+			    "[source] sections", name, c->path);
+			return NULL;
+		}
+		(void)buf_printf(err, "no [source %s] in %s; its sources:", name,
+		    c->path);
+		for (i = 0; i < c->nsources; i++)
+			(void)buf_printf(err, "%s %s", i ? "," : "",
+			    c->sources[i].name);
+		return NULL;
+	}
+	if (src->nsecrets == 0 || !scheme_can_sign(src->scheme,
+	    &src->secrets[0], &why)) {
+		(void)buf_printf(err, "[source %s] (scheme = %s) cannot be signed "
+		    "here: %s", src->name, src->scheme->name, src->nsecrets == 0 ?
+		    "it has no secret" : why);
+		return NULL;
+	}
+	return src;
+}
+
+int
+sender_url_names_source(const char *url, const char *name)
+{
+	size_t end = strcspn(url, "?#"), nl = strlen(name);
+
+	if (end > 0 && url[end - 1] == '/')
+		end--;
+	return end > nl && url[end - nl - 1] == '/' &&
+	    memcmp(url + end - nl, name, nl) == 0;
+}
+
+/* hex of n random bytes into out (2n + 1 bytes), upper case when asked. */
+static void
+random_hex(char *out, size_t n, int upper)
+{
+	unsigned char rnd[16];
+	size_t i;
+
+	randombytes_buf(rnd, n);
+	sodium_bin2hex(out, 2 * n + 1, rnd, n);
+	for (i = 0; upper && out[i] != '\0'; i++)
+		out[i] = (char)toupper((unsigned char)out[i]);
+}
+
+const char *
+sender_source_id(const struct scheme *s, char out[SENDER_SOURCE_ID_SIZE])
+{
+	char hex[33];
+
+	switch (s->id) {
+	case SCHEME_STRIPE:
+	case SCHEME_PADDLE:
+		random_hex(hex, 12, 0);
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "evt_%s", hex);
+		break;
+	case SCHEME_SLACK:
+		random_hex(hex, 6, 1);
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "Ev%s", hex);
+		break;
+	case SCHEME_GITHUB:
+	case SCHEME_GITLAB:
+	case SCHEME_SHOPIFY:
+		random_hex(hex, 16, 0);
+		/* A version 4 UUID, as those senders write them. */
+		hex[12] = '4';
+		hex[16] = "89ab"[hex[16] % 4];
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "%.8s-%.4s-%.4s-%.4s-%.12s",
+		    hex, hex + 8, hex + 12, hex + 16, hex + 20);
+		break;
+	case SCHEME_WOOCOMMERCE:
+		random_hex(hex, 16, 0);
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "%s", hex);
+		break;
+	case SCHEME_TWILIO:
+		random_hex(hex, 16, 0);
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "SM%s", hex);
+		break;
+	default:
+		random_hex(hex, 12, 0);
+		snprintf(out, SENDER_SOURCE_ID_SIZE, "msg_%s", hex);
+		break;
+	}
+	return out;
+}
+
+/* An RFC 3339 instant of Unix seconds, to the second, into out (32). */
+static void
+rfc3339(int64_t now, char out[32])
+{
+	time_t t = (time_t)now;
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/*
+ * Print ev, its `holder` object's "filler" string grown so the whole is
+ * `size` bytes when it is shorter; append it to body.
+ */
+static int
+padded_json(cJSON *ev, cJSON *holder, int64_t size, struct buf *body)
+{
+	char *text = NULL, *fill;
+	size_t base;
+	int rc = -1;
+
+	if (cJSON_AddStringToObject(holder, "filler", "") == NULL ||
+	    (text = cJSON_PrintUnformatted(ev)) == NULL)
+		goto out;
+	base = strlen(text);
+	if (size > (int64_t)base) {
+		if ((fill = malloc((size_t)size - base + 1)) == NULL)
+			goto out;
+		memset(fill, 'x', (size_t)size - base);
+		fill[size - (int64_t)base] = '\0';
+		cJSON_ReplaceItemInObject(holder, "filler",
+		    cJSON_CreateString(fill));
+		free(fill);
+		free(text);
+		if ((text = cJSON_PrintUnformatted(ev)) == NULL)
+			goto out;
+	}
+	rc = buf_append(body, text, strlen(text));
+out:
+	free(text);
+	return rc;
+}
+
+/* Twilio's form: an incoming message's parameters (percent-encoded where
+ * a form needs it), then a Filler parameter to `size` bytes. */
+static int
+twilio_form(const char *id, int64_t size, struct buf *body)
+{
+	char *enc;
+	size_t start = body->len, i;
+	int rc;
+
+	/* The id is the caller's (--id): encode what a form must. */
+	if ((enc = malloc(3 * strlen(id) + 1)) == NULL)
+		return -1;
+	for (i = 0; *id != '\0'; id++) {
+		unsigned char ch = (unsigned char)*id;
+
+		if (isalnum(ch) || strchr("-_.~", ch) != NULL) {
+			enc[i++] = (char)ch;
+		} else {
+			snprintf(enc + i, 4, "%%%02X", ch);
+			i += 3;
+		}
+	}
+	enc[i] = '\0';
+	rc = buf_printf(body, "AccountSid=AC00000000000000000000000000000000"
+	    "&ApiVersion=2010-04-01&Body=webhook-inbox+test&From=%%2B15005550006"
+	    "&MessageSid=%s&NumMedia=0&SmsStatus=received&To=%%2B15005550006",
+	    enc);
+	free(enc);
+	if (rc == -1)
+		return -1;
+	if (size > (int64_t)(body->len - start + 8)) {
+		size_t n = (size_t)size - (body->len - start) - 8;
+
+		if (buf_append(body, "&Filler=", 8) == -1)
+			return -1;
+		while (n > 0) {
+			static const char xs[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+			size_t k = n < sizeof xs - 1 ? n : sizeof xs - 1;
+
+			if (buf_append(body, xs, k) == -1)
+				return -1;
+			n -= k;
+		}
+	}
+	return 0;
+}
+
+int
+sender_source_body(const struct scheme *s, const char *id, int64_t now,
+    int64_t size, struct buf *body)
+{
+	cJSON *ev = NULL, *o, *holder;
+	char when[32], obj[SENDER_SOURCE_ID_SIZE + 8];
+	int rc = -1;
+
+	if (s->id == SCHEME_STANDARD || s->id == SCHEME_HMAC ||
+	    s->id == SCHEME_DISCORD)
+		return sender_sample_body(id, size, body);
+	if (s->id == SCHEME_TWILIO)
+		return twilio_form(id, size, body);
+	rfc3339(now, when);
+	snprintf(obj, sizeof obj, "test_%.*s", SENDER_SOURCE_ID_SIZE - 1, id);
+	if ((ev = holder = cJSON_CreateObject()) == NULL)
+		goto out;
+	switch (s->id) {
+	case SCHEME_STRIPE:
+		cJSON_AddStringToObject(ev, "id", id);
+		cJSON_AddStringToObject(ev, "object", "event");
+		cJSON_AddNumberToObject(ev, "created", (double)now);
+		cJSON_AddBoolToObject(ev, "livemode", 0);
+		cJSON_AddStringToObject(ev, "type", SENDER_TEST_TYPE);
+		o = cJSON_AddObjectToObject(ev, "data");
+		holder = cJSON_AddObjectToObject(o, "object");
+		cJSON_AddStringToObject(holder, "id", obj);
+		cJSON_AddStringToObject(holder, "object", "webhook_inbox_test");
+		break;
+	case SCHEME_PADDLE:
+		cJSON_AddStringToObject(ev, "event_id", id);
+		cJSON_AddStringToObject(ev, "event_type", SENDER_TEST_TYPE);
+		cJSON_AddStringToObject(ev, "occurred_at", when);
+		holder = cJSON_AddObjectToObject(ev, "data");
+		cJSON_AddStringToObject(holder, "id", obj);
+		break;
+	case SCHEME_SLACK:
+		cJSON_AddStringToObject(ev, "token", "webhook-inbox-test");
+		cJSON_AddStringToObject(ev, "team_id", "T00000000");
+		cJSON_AddStringToObject(ev, "type", "event_callback");
+		cJSON_AddStringToObject(ev, "event_id", id);
+		cJSON_AddNumberToObject(ev, "event_time", (double)now);
+		holder = cJSON_AddObjectToObject(ev, "event");
+		cJSON_AddStringToObject(holder, "type", SENDER_TEST_TYPE);
+		break;
+	case SCHEME_GITLAB:
+		cJSON_AddStringToObject(ev, "object_kind", "webhook_inbox_test");
+		cJSON_AddStringToObject(ev, "event_name", SENDER_TEST_TYPE);
+		cJSON_AddStringToObject(ev, "id", id);
+		break;
+	case SCHEME_SHOPIFY:
+		cJSON_AddStringToObject(ev, "id", id);
+		cJSON_AddStringToObject(ev, "admin_graphql_api_id",
+		    "gid://shopify/WebhookInboxTest/1");
+		cJSON_AddStringToObject(ev, "updated_at", when);
+		break;
+	case SCHEME_WOOCOMMERCE:
+		cJSON_AddStringToObject(ev, "id", id);
+		cJSON_AddStringToObject(ev, "status", "webhook-inbox-test");
+		/* WooCommerce's _gmt fields carry no zone letter. */
+		when[19] = '\0';
+		cJSON_AddStringToObject(ev, "date_modified_gmt", when);
+		break;
+	default:	/* github */
+		cJSON_AddStringToObject(ev, "id", id);
+		cJSON_AddStringToObject(ev, "action", "webhook_inbox_test");
+		break;
+	}
+	if (holder == NULL)
+		goto out;
+	rc = padded_json(ev, holder, size, body);
+out:
+	cJSON_Delete(ev);
+	return rc;
+}
+
+struct curl_slist *
+sender_source_headers(const struct config_source *src, const char *id,
+    int64_t timestamp, const void *body, size_t len, const char **why)
+{
+	struct scheme_signed sg;
+	struct curl_slist *h = NULL, *t;
+	const char *hid = src->locate.id, *htype = src->locate.type;
+	char line[SCHEME_HEADER_NAME_MAX + SCHEME_HEADER_VALUE_MAX + 4];
+	size_t i;
+	int ok = 0;
+
+	if (src->nsecrets == 0) {
+		*why = "no secret";
+		return NULL;
+	}
+	if (scheme_sign(src->scheme, &src->params, &src->secrets[0], body, len,
+	    timestamp, id, SENDER_TEST_TYPE, &sg, why) == -1)
+		return NULL;
+	/* A source that finds its id or type in a header of its own gets it
+	 * (hmac senders name theirs: docs/providers.md "Fields"). */
+	*why = "a header would not fit";
+	if (hid != NULL && hid[0] != '/' && scheme_signed_get(&sg, hid) == NULL &&
+	    scheme_signed_add(&sg, hid, id) == -1)
+		goto out;
+	if (htype != NULL && htype[0] != '/' &&
+	    scheme_signed_get(&sg, htype) == NULL &&
+	    scheme_signed_add(&sg, htype, SENDER_TEST_TYPE) == -1)
+		goto out;
+	for (i = 0; i <= sg.n; i++) {
+		if (i < sg.n)
+			snprintf(line, sizeof line, "%s: %s", sg.h[i].name,
+			    sg.h[i].value);
+		else
+			snprintf(line, sizeof line, "Content-Type: %s",
+			    sg.content_type);
+		if ((t = curl_slist_append(h, line)) == NULL) {
+			*why = "out of memory";
+			goto out;
+		}
+		h = t;
+	}
+	ok = 1;
+out:
+	sodium_memzero(line, sizeof line);
+	scheme_signed_wipe(&sg);
+	if (!ok) {
+		for (t = h; t != NULL; t = t->next)
+			sodium_memzero(t->data, strlen(t->data));
+		curl_slist_free_all(h);
+		h = NULL;
+	}
+	return h;
 }
 
 int
@@ -227,14 +583,15 @@ sender_read_body(FILE *in, struct buf *body, struct buf *err)
 
 int
 sender_pick_body(const char *path, int sample, int64_t size, const char *id,
-    struct buf *body, struct buf *err)
+    const struct scheme *s, struct buf *body, struct buf *err)
 {
 	FILE *in = stdin;
 	const char *name = "stdin";
 	int rc;
 
 	if (sample) {
-		if (sender_sample_body(id, size, body) == 0)
+		if ((s != NULL ? sender_source_body(s, id, (int64_t)time(NULL),
+		    size, body) : sender_sample_body(id, size, body)) == 0)
 			return 0;
 		buf_reset(err);
 		(void)buf_printf(err, "out of memory");

@@ -3,7 +3,10 @@
  * would (Standard Webhooks: webhook-id, webhook-timestamp,
  * webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>"), so an
  * operator can try the whole path (web server, receiver, inbox) with one
- * command.  The secret is the config's; it never leaves this process.
+ * command.  With --source NAME, signed as that [source NAME]'s scheme's
+ * sender does (scheme_sign) with its first secret, and a sample body
+ * shaped like that provider's events.  The secret is the config's; it
+ * never leaves this process (GitLab's is its header: use HTTPS).
  */
 #ifndef WEBHOOK_SENDER_H
 #define WEBHOOK_SENDER_H
@@ -52,13 +55,79 @@ int	sender_read_body(FILE *in, struct buf *body, struct buf *err)
 
 /*
  * The body `send` posts, into body: a test event for `id` when `sample`
- * (the caller's: --size N, or no FILE on a terminal), padded to `size`;
- * else the file `path` read whole (NULL or "-": stdin).  Returns 0, or -1
- * with the reason in err (a file's name first).
+ * (the caller's: --size N, or no FILE on a terminal), padded to `size` —
+ * shaped as scheme s's provider's (sender_source_body) when s is not
+ * NULL; else the file `path` read whole (NULL or "-": stdin).  Returns 0,
+ * or -1 with the reason in err (a file's name first).
  */
 int	sender_pick_body(const char *path, int sample, int64_t size,
-	    const char *id, struct buf *body, struct buf *err)
+	    const char *id, const struct scheme *s, struct buf *body,
+	    struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/* ---- send --source NAME: a [source NAME] as its provider sends ---- */
+
+/* The type of every test event, in the body or the provider's type
+ * header: a handler can tell a test from a provider's event. */
+#define SENDER_TEST_TYPE	"webhook_inbox.test"
+/* A provider id, bytes + NUL (a UUID is 36). */
+#define SENDER_SOURCE_ID_SIZE	48
+
+/*
+ * The source `name` of c, ready to sign with its first secret.  Returns
+ * it, or NULL with err saying why: no such source (and the names c has,
+ * or that it has none), or a scheme that cannot sign (Discord's public
+ * key: scheme_can_sign's reason).
+ */
+const struct config_source *sender_source(const struct config *c,
+	    const char *name, struct buf *err);
+
+/*
+ * Does url's path (before any ? or #) end in "/" name (a '/' after it
+ * allowed)?  The receiver takes [source NAME]'s deliveries there.  1 or 0.
+ */
+int	sender_url_names_source(const char *url, const char *name);
+
+/*
+ * A fresh id as scheme s's provider writes them, into out: evt_ + 24 hex
+ * (Stripe, Paddle), Ev + 12 (Slack), a UUID (GitHub's X-GitHub-Delivery,
+ * GitLab's, Shopify's), 32 hex (WooCommerce), SM + 32 hex (a Twilio
+ * MessageSid), msg_ + 24 hex (standard, hmac).  Returns out.
+ */
+const char *sender_source_id(const struct scheme *s,
+	    char out[SENDER_SOURCE_ID_SIZE]);
+
+/*
+ * A test event shaped like scheme s's provider's, for id, at `now` (Unix
+ * seconds), of type SENDER_TEST_TYPE where the body carries a type:
+ *   stripe       an event: id, object "event", created, type,
+ *                data.object.id
+ *   paddle       event_id, event_type, occurred_at, data.id
+ *   slack        an event_callback: event_id, event_time, event.type
+ *   github       JSON with id (the id is X-GitHub-Delivery's too)
+ *   gitlab       object_kind, event_name and id
+ *   shopify      id, admin_graphql_api_id, updated_at
+ *   woocommerce  id, status, date_modified_gmt
+ *   twilio       a form body: AccountSid, MessageSid = id, From, To,
+ *                Body… (x-www-form-urlencoded)
+ *   standard, hmac   sender_sample_body's event
+ * padded by a "filler" string (Twilio: a Filler parameter) to `size`
+ * bytes when shorter (0: none).  Appends to body; 0, or -1 when out of
+ * memory or over body's cap.
+ */
+int	sender_source_body(const struct scheme *s, const char *id, int64_t now,
+	    int64_t size, struct buf *body) __attribute__((warn_unused_result));
+
+/*
+ * The request's headers for body sent by src at `timestamp` as delivery
+ * `id`: scheme_sign's with src's first secret, then the source's own id
+ * and type headers when its `id =` or `type =` names a header (the id,
+ * SENDER_TEST_TYPE), then Content-Type.  Returns the list
+ * (curl_slist_free_all it), or NULL with *why static.
+ */
+struct curl_slist *sender_source_headers(const struct config_source *src,
+	    const char *id, int64_t timestamp, const void *body, size_t len,
+	    const char **why);
 
 /* A fresh webhook-id for `send` ("msg_" and 24 random hex digits, NUL)
  * into out; returns out. */
@@ -103,6 +172,13 @@ struct sender_answer {
  */
 enum sender_status sender_post(const struct config *c,
 	    const struct signature_key *key, const char *url, const char *id,
+	    const void *body, size_t len, struct sender_answer *a,
+	    struct buf *err);
+
+/* The same, signed as src's sender does (sender_source_headers) at the
+ * current time; SENDER_UNSIGNED with err's reason when it cannot be. */
+enum sender_status sender_post_source(const struct config *c,
+	    const struct config_source *src, const char *url, const char *id,
 	    const void *body, size_t len, struct sender_answer *a,
 	    struct buf *err);
 

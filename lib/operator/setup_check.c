@@ -162,6 +162,20 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 		    "one gets 401; fix it or remove it",
 		    (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p);
 	}
+	/* Each [source NAME]: a sender the receiver takes at its URL +
+	 * "/NAME" (docs/providers.md); check --url sends each a test. */
+	for (i = 0; i < c->nsources; i++) {
+		const struct config_source *src = &c->sources[i];
+
+		if (src->scheme == NULL)
+			continue;	/* a config error, said above */
+		finding(k, SETUP_OK, "source", "%s: %s (scheme = %s), %zu "
+		    "secret%s, first fingerprint %s; the receiver takes it at "
+		    "its URL + /%s", src->name, src->scheme->title,
+		    src->scheme->name, src->nsecrets, src->nsecrets == 1 ? "" :
+		    "s", src->nsecrets ? src->secrets[0].fingerprint : "none",
+		    src->name);
+	}
 	if (c->max_body_bytes < 270000)
 		finding(k, SETUP_WARN, "max_body", "%lld bytes: the provider's "
 		    "bodies reach ~260 KB — raise max_body to at least 300000",
