@@ -87,5 +87,112 @@ class TestSend(unittest.TestCase):
         self.assertRegex(r.stdout, r"^413 webhook-id=\S+ body too large$")
 
 
+SOURCES = """
+[source stripe]
+scheme = stripe
+secret = whsec_5f0c3d9a7be4e1c2b8a6d4f0e9c7a5b3
+[source gh]
+scheme = github
+secret = It's a Secret to Everybody
+[source slack]
+scheme = slack
+secret = 8f742231b10e8888abcd99yyyzzz85a5
+[source tw]
+scheme = twilio
+secret = 12345
+url = https://hooks.example.net/webhook.fcgi/tw
+[source generic]
+scheme = hmac
+secret = k
+header = X-Sig
+timestamp_header = X-Time
+id = X-Request-Id
+[source disc]
+scheme = discord
+secret = 197f6b23e16c8532c6abc838facd5ea789be0c76b2920334039bfa8b3d368d61
+"""
+
+
+class TestSendSource(unittest.TestCase):
+    """send --source NAME and check --url against a real receiver that
+    takes each [source NAME] at its URL + /NAME."""
+
+    def setUp(self):
+        self.sb = Sandbox()
+        write_conf(self.sb.conf, database=self.sb.db, secret=SECRET_A)
+        with open(self.sb.conf, "a") as f:
+            f.write(SOURCES)
+        self.srv = Lighttpd(self.sb, procs=1)
+        self.url = "http://127.0.0.1:%d/hook" % self.srv.port
+
+    def tearDown(self):
+        self.srv.stop()
+        self.sb.cleanup()
+
+    def drain(self, *args, conf=None):
+        return subprocess.run([DRAIN, "-c", conf or self.sb.conf] + list(args),
+                              stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_each_signable_source_is_stored_as_its_own(self):
+        for name in ("stripe", "gh", "slack", "tw", "generic"):
+            r = self.drain("send", "--source", name, "--size", "700",
+                           self.url + "/" + name)
+            self.assertEqual(r.returncode, 0, name + r.stdout + r.stderr)
+            self.assertRegex(r.stdout, r"^200 source=%s id=\S+ stored$" % name)
+            self.assertEqual(r.stderr, "")
+        # --id is the provider's id; the receiver keeps it under NAME/.
+        r = self.drain("send", "--source", "stripe", "--size", "700", "--id",
+                       "evt_given", self.url + "/stripe")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("id=evt_given stored", r.stdout)
+        r = self.drain("send", "--source", "stripe", "--size", "700", "--id",
+                       "evt_given", self.url + "/stripe")
+        self.assertEqual(r.stdout.split()[-1], "duplicate", r.stdout)
+        ids = [x["webhook_id"] for x in
+               self.sb.rows("SELECT webhook_id FROM events")]
+        self.assertIn("stripe/evt_given", ids)
+        self.assertEqual(sorted(i.split("/")[0] for i in ids),
+                         ["generic", "gh", "slack", "stripe", "stripe", "tw"])
+
+    def test_unknown_and_unsignable_sources_are_refused_with_why(self):
+        r = self.drain("send", "--source", "strpe", self.url + "/strpe")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no [source strpe]", r.stderr)
+        self.assertIn("its sources: stripe, gh, slack, tw, generic, disc",
+                      r.stderr)
+        r = self.drain("send", "--source", "disc", self.url + "/disc")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("private key", r.stderr)
+        # A URL that is not the source's: said, and the receiver's answer
+        # (a Standard Webhooks endpoint refuses Stripe's headers) shown.
+        r = self.drain("send", "--source", "stripe", "--size", "500", self.url)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("does not end in /stripe", r.stderr)
+        self.assertRegex(r.stdout, r"^400 source=stripe ")
+        self.assertEqual(self.sb.count(), 0)
+
+    def test_check_url_sends_each_source_a_test(self):
+        r = self.drain("check", "--url", self.url)
+        out = r.stdout
+        for name in ("stripe", "gh", "slack", "tw", "generic"):
+            self.assertRegex(out, r"(?m)^ok   source %s: http://\S+/hook/%s "
+                             r"signed as .*: 200 as expected$" % (name, name))
+        self.assertRegex(out, r"(?m)^ok   source disc: Discord: not sent — "
+                         r"Discord signs with its application's private key")
+        self.assertRegex(out, r"(?m)^ok   source: stripe: Stripe \(scheme = "
+                         r"stripe\), 1 secret, ")
+        # A source the receiver's config lacks: 404 from the receiver.
+        other = self.sb.conf + ".drainer"
+        with open(self.sb.conf) as f, open(other, "w") as g:
+            g.write(f.read() + "[source paddle]\nscheme = paddle\n"
+                    "secret = pdl_ntfset_1\n")
+        os.chmod(other, 0o600)
+        r = self.drain("check", "--url", self.url, conf=other)
+        self.assertRegex(r.stdout, r"(?m)^FAIL source paddle: \S+/hook/paddle: "
+                         r"404 from the receiver: it has no \[source paddle\]")
+        self.assertEqual(r.returncode, 1)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
