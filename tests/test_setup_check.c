@@ -3,7 +3,8 @@
  * temporary directory: a good setup has no failure, a missing handler, a
  * handler that is not executable, a missing script, files inside the
  * document root and a config readable by everyone are found; and the
- * handler command's program and script as check reads them.
+ * handler command's program and script as check reads them; each
+ * [source NAME] is listed with its scheme and number of secrets.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -70,6 +71,37 @@ START_TEST(good_setup_has_no_failure)
 	ck_assert(contains(s.lines.data, "ok handler: /bin/true is executable"));
 	ck_assert(contains(s.lines.data, "ok wal-sync: "));
 	ck_assert(contains(s.lines.data, "ok secret: whsec_ HMAC-SHA256 (v1)"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(each_source_is_listed)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 1048576\n"
+	    "[source stripe]\nscheme = stripe\nsecret = whsec_a\n"
+	    "secret = whsec_b\n"
+	    "[source disc]\nscheme = discord\nsecret = "
+	    "197f6b23e16c8532c6abc838facd5ea789be0c76b2920334039bfa8b3d368d61\n",
+	    &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert_msg(n.fail == 0, "%s", s.lines.data);
+	ck_assert_msg(contains(s.lines.data, "ok source: stripe: Stripe (scheme "
+	    "= stripe), 2 secrets, first fingerprint "), "%s", s.lines.data);
+	ck_assert(contains(s.lines.data, "; the receiver takes it at its URL + "
+	    "/stripe\n"));
+	ck_assert(contains(s.lines.data, "ok source: disc: Discord (scheme = "
+	    "discord), 1 secret, "));
+	buf_free(&s.lines);
+	config_free(&c);
+	/* No sections: no source lines. */
+	check_config(tmpdir, "handler = /bin/true\n", &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert(!contains(s.lines.data, " source: "));
 	buf_free(&s.lines);
 	config_free(&c);
 }
@@ -275,6 +307,7 @@ suite(void)
 
 	tcase_add_test(tc, good_setup_has_no_failure);
 	tcase_add_test(tc, missing_handler_fails);
+	tcase_add_test(tc, each_source_is_listed);
 	tcase_add_test(tc, partial_config_checks_what_loaded);
 	tcase_add_test(tc, relative_handler_judged_beside_the_config);
 	tcase_add_test(tc, missing_script_fails);
