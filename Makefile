@@ -179,7 +179,8 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
-		   lib/common/signature.c lib/common/scheme.c lib/common/scheme_verify.c lib/store/event.c \
+		   lib/common/signature.c lib/common/scheme.c lib/common/scheme_verify.c \
+		   lib/common/scheme_sign.c lib/store/event.c \
 		   lib/program/config.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 

@@ -24,7 +24,11 @@
  * - a loaded secret has 1..SCHEME_SECRET_MAX bytes and a 16-hex
  *   fingerprint; a refused one leaves nothing behind;
  * - scheme_extract's fields are short and free of control bytes;
- * - scheme_mismatch stays inside its buffer.
+ * - scheme_mismatch stays inside its buffer;
+ * - what scheme_sign signs with a loaded secret (the body as given, any
+ *   scheme that can sign) scheme_verify accepts under that secret alone
+ *   (Slack's url_verification with an unfit challenge is refused after
+ *   verifying, as it should be); a refused signing leaves nothing behind.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +127,40 @@ reference(const struct scheme_secret *k, const char *hv, const char *prefix,
 	sodium_bin2base64(want, sizeof want, mac, sizeof mac,
 	    sodium_base64_VARIANT_ORIGINAL);
 	return strcmp(hv + pl, want) == 0;
+}
+
+static const char *
+signed_get(void *arg, const char *name)
+{
+	return scheme_signed_get(arg, name);
+}
+
+/* Sign body with each loaded secret; the verifier must take it. */
+static void
+sign_round_trip(const struct scheme *s, const struct scheme_params *p,
+    const struct scheme_secret *keys, size_t nkeys, const uint8_t *body,
+    size_t len)
+{
+	static struct scheme_signed out;
+	struct scheme_headers h = { signed_get, &out };
+	struct scheme_result res;
+	const char *why = NULL;
+	size_t i;
+
+	for (i = 0; i < nkeys; i++) {
+		if (scheme_sign(s, p, &keys[i], body, len, NOW, "fuzz_id", "t",
+		    &out, &why) == -1) {
+			CHECK(why != NULL && out.n == 0);
+			continue;
+		}
+		if (scheme_verify(s, p, &keys[i], 1, &h, body, len, NOW,
+		    &res) == 0)
+			CHECK(res.outcome != SCHEME_PING);
+		else
+			CHECK(s->id == SCHEME_SLACK &&
+			    res.outcome == SCHEME_MALFORMED);
+		scheme_signed_wipe(&out);
+	}
 }
 
 int
@@ -230,6 +268,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		CHECK(why != NULL);
 	}
+	sign_round_trip(s, &p, keys, nkeys, body, (size_t)(end - body));
 	if (rec != NULL) {
 		memset(line, 'x', sizeof line);
 		scheme_mismatch(s, rec, line, sizeof line - 8);
