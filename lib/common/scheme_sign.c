@@ -103,12 +103,12 @@ scheme_sign(const struct scheme *s, const struct scheme_params *p,
     struct scheme_signed *out, const char **why)
 {
 	struct scheme_twilio tc = { 0 };
-	struct part parts[4];
+	struct part parts[5];
 	enum scheme_outcome o;
 	char ts[24], v[SCHEME_HEADER_VALUE_MAX], v2[SCHEME_HEADER_VALUE_MAX];
 	const char *pre, *sep;
 	size_t tl;
-	int rc = -1;
+	int rc = -1, hashed;
 
 	memset(out, 0, sizeof *out);
 	out->content_type = "application/json";
@@ -132,15 +132,10 @@ scheme_sign(const struct scheme *s, const struct scheme_params *p,
 		parts[1] = (struct part){ ".", 1 };
 		parts[2] = (struct part){ ts, tl };
 		parts[3] = (struct part){ ".", 1 };
-		/* Four parts and the body: the HMAC streams over them. */
-		{
-			struct part all[5] = { parts[0], parts[1], parts[2],
-			    parts[3], { body, body_len } };
-
-			if (encoded_mac(SCHEME_SHA256, SCHEME_BASE64, key, all, 5,
-			    "v1,", v) == -1)
-				goto out;
-		}
+		parts[4] = (struct part){ body, body_len };
+		if (encoded_mac(SCHEME_SHA256, SCHEME_BASE64, key, parts, 5, "v1,",
+		    v) == -1)
+			goto out;
 		if (scheme_signed_add(out, "webhook-id", id) == -1 ||
 		    scheme_signed_add(out, "webhook-timestamp", ts) == -1 ||
 		    scheme_signed_add(out, "webhook-signature", v) == -1)
@@ -223,11 +218,14 @@ scheme_sign(const struct scheme *s, const struct scheme_params *p,
 			    "url is required";
 			goto out;
 		}
-		if (scheme_twilio_body_matches(p->url, body, body_len) == 0) {
+		/* A bodySHA256 URL signs the URL alone, for a JSON body that
+		 * must be the one hashed there. */
+		if ((hashed = scheme_twilio_body_matches(p->url, body,
+		    body_len)) == 0) {
 			*why = "the url's bodySHA256 is another body's";
 			goto out;
 		}
-		if (scheme_twilio_body_matches(p->url, body, body_len) == -1)
+		if (hashed == -1)
 			out->content_type = "application/x-www-form-urlencoded";
 		if (scheme_twilio_content(p->url, body, body_len, &tc, &o,
 		    why) == -1)
