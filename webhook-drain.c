@@ -956,7 +956,8 @@ check_finding(void *arg, const char *level, const char *what, const char *text)
  * check [--document-root DIR] [--handler] [--url URL]: the setup as this
  * user runs it, one finding per line with how to fix it; --handler also
  * runs the handler on a synthetic event (WEBHOOK_TEST=1), --url probes
- * the endpoint end to end (lib/operator/probe.h).  Exit 0 when nothing
+ * the endpoint end to end and sends each [source NAME] a signed test at
+ * URL/NAME (lib/operator/probe.h).  Exit 0 when nothing
  * failed (warnings may remain), 1 when something failed, 2 when the
  * config does not load.
  */
