@@ -182,15 +182,22 @@ class TestSendSource(unittest.TestCase):
                          r"Discord signs with its application's private key")
         self.assertRegex(out, r"(?m)^ok   source: stripe: Stripe \(scheme = "
                          r"stripe\), 1 secret, ")
-        # A source the receiver's config lacks: 404 from the receiver.
+        # A source the receiver's config lacks: 404 from the receiver; one
+        # whose secret is not the receiver's: 401.
         other = self.sb.conf + ".drainer"
         with open(self.sb.conf) as f, open(other, "w") as g:
-            g.write(f.read() + "[source paddle]\nscheme = paddle\n"
+            g.write(f.read().replace("It's a Secret to Everybody", "another")
+                    + "[source paddle]\nscheme = paddle\n"
                     "secret = pdl_ntfset_1\n")
         os.chmod(other, 0o600)
         r = self.drain("check", "--url", self.url, conf=other)
         self.assertRegex(r.stdout, r"(?m)^FAIL source paddle: \S+/hook/paddle: "
                          r"404 from the receiver: it has no \[source paddle\]")
+        self.assertRegex(r.stdout, r"(?m)^FAIL source gh: \S+/hook/gh: 401: "
+                         r"the receiver checks \[source gh\] with another "
+                         r"secret")
+        self.assertRegex(r.stdout, r"(?m)^ok   source stripe: .* 200 as "
+                         r"expected$")
         self.assertEqual(r.returncode, 1)
 
 
