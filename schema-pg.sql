@@ -44,7 +44,11 @@ CREATE TABLE events (
     -- --max-failing counts from it; schema version 4).
     failing_since     text COLLATE "C",
     -- Arrival tiebreak, SQLite's rowid.
-    seq               bigint GENERATED ALWAYS AS IDENTITY
+    seq               bigint GENERATED ALWAYS AS IDENTITY,
+    -- Its source (docs/DESIGN.md "Sources"; schema version 5, which adds
+    -- it last: a migrated inbox has its columns in this order too).
+    -- "C": count_sources lists sources in the byte order SQLite's does.
+    source            text COLLATE "C" NOT NULL DEFAULT 'default'
 );
 
 CREATE INDEX events_pending ON events (sort_at, received_at, seq)

@@ -31,7 +31,8 @@ CREATE TABLE events (
     admitted          INTEGER NOT NULL DEFAULT 1 -- 0: not yet in events_object_pending (below)
                       CHECK (admitted IN (0, 1)),
     first_error       TEXT,                      -- why its first hand-out failed (schema version 3)
-    failing_since     TEXT                       -- when its failures since received or requeued began (schema version 4)
+    failing_since     TEXT,                      -- when its failures since received or requeued began (schema version 4)
+    source            TEXT NOT NULL DEFAULT 'default' -- its source (docs/DESIGN.md "Sources"; schema version 5)
 );
 
 -- Due events in hand-out order (drainer "Order").

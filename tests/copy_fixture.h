@@ -48,6 +48,41 @@ store_json(struct inbox *in, const char *id, const char *created,
 	store_body(in, id, created, oid, body, (size_t)n);
 }
 
+/* Store `id` from a named source (docs/DESIGN.md "Sources"). */
+static void
+store_from(struct inbox *in, const char *id, const char *source)
+{
+	struct event_fields f = { 0 };
+	struct inbox_delivery d = { 0 };
+
+	d.webhook_id = id;
+	d.source = source;
+	d.webhook_timestamp = 1772366400;
+	d.body = "{}";
+	d.body_len = 2;
+	d.fields = &f;
+	OK(inbox_store(in, &d, &err));
+}
+
+static int
+source_cb(const struct inbox_event *e, void *arg)
+{
+	snprintf(arg, INBOX_SOURCE_MAX + 1, "%s", e->source);
+	return 0;
+}
+
+/* The source of event `id` in `in` ("" when it is not there). */
+static const char *
+source_of(struct inbox *in, const char *id)
+{
+	static char out[INBOX_SOURCE_MAX + 1];
+	struct inbox_filter f = { .webhook_id = id };
+
+	out[0] = '\0';
+	OK(inbox_list(in, &f, 0, source_cb, out, &err));
+	return out;
+}
+
 /* What a hand-out of `id` ends in. */
 enum verdict { V_DONE, V_FAIL, V_DEAD, V_CLAIM_ONLY };
 

@@ -25,6 +25,7 @@
 struct snap {
 	int	 found;
 	char	 id[128], state[8], type[64], created_at_raw[64];
+	char	 source[INBOX_SOURCE_MAX + 1];
 	char	 object_type[64], object_id[64], secret_fp[64];
 	char	 received_at[INSTANT_SIZE], created_at[INSTANT_SIZE];
 	char	 updated_at[INSTANT_SIZE], sort_at[INSTANT_SIZE];
@@ -49,6 +50,7 @@ snap_cb(const struct inbox_event *e, void *arg)
 	s->found++;
 	cp(s->id, sizeof s->id, e->webhook_id);
 	cp(s->state, sizeof s->state, e->state);
+	cp(s->source, sizeof s->source, e->source);
 	cp(s->type, sizeof s->type, e->type);
 	cp(s->created_at_raw, sizeof s->created_at_raw, e->created_at_raw);
 	cp(s->object_type, sizeof s->object_type, e->object_type);

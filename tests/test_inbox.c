@@ -196,7 +196,7 @@ START_TEST(open_creates_schema)
 	buf_init(&err, BUF_ERR_MAX);
 	new_path(path, sizeof path);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
 	ck_assert_str_eq(raw_text(path, "PRAGMA journal_mode", s, sizeof s),
 	    "wal");
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema"
@@ -211,7 +211,7 @@ START_TEST(open_creates_schema)
 	p = open_at(path, 2000);
 	ib = p;
 	ck_assert_str_eq(state_of("kept"), "pending");
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"), 1);
 	inbox_close(p);
 	ib = NULL;
@@ -337,7 +337,7 @@ START_TEST(first_open_race)
 		    "failed (see stderr)", round, failed, RACERS);
 		ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"),
 		    RACERS);
-		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+		ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
 	}
 	buf_free(&err);
 }
@@ -689,7 +689,7 @@ START_TEST(migrates_version_1)
 	free(v1);
 
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
 	    " WHERE admitted = 1"), 2);
 	new_path(fresh, sizeof fresh);
@@ -735,12 +735,14 @@ START_TEST(migrates_version_3_failing_since)
 	new_path(path, sizeof path);
 	inbox_close(open_at(path, 2000));
 	db = raw_open(path);
-	/* Version 3: without what version 4 added (a column, a table). */
+	/* Version 3: without what version 4 added (a column, a table) and
+	 * version 5 (a column). */
 	raw_exec(db, "ALTER TABLE events DROP COLUMN failing_since;"
+	    " ALTER TABLE events DROP COLUMN source;"
 	    " DROP TABLE copied; PRAGMA user_version = 3");
 	sqlite3_close(db);
 	p = open_at(path, 2000);
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
 	new_path(fresh, sizeof fresh);
 	inbox_close(open_at(fresh, 2000));
 	ck_assert_str_eq(schema_shape(path, a, sizeof a),
@@ -776,6 +778,60 @@ START_TEST(migrates_version_3_failing_since)
 	ck_assert_str_eq(r.oldest_failing, raw_text(path, "SELECT received_at"
 	    " FROM events WHERE webhook_id = 'fs1'", a, sizeof a));
 	inbox_event_free(&e);
+	inbox_close(p);
+	ib = open_at(dbpath, 2000);	/* for teardown */
+}
+END_TEST
+
+/*
+ * An inbox of version 4 (events without source) gains events.source on
+ * open (the same columns as a new one): its rows, and those a version-4
+ * receiver still running stores (its INSERT leaves the column out), are
+ * the default source's.
+ */
+START_TEST(migrates_version_4_sources)
+{
+	char path[512], fresh[512], a[8192], b[8192];
+	struct snap s;
+	sqlite3 *db;
+	struct inbox *p;
+
+	new_path(path, sizeof path);
+	inbox_close(open_at(path, 2000));
+	db = raw_open(path);
+	raw_exec(db, "ALTER TABLE events DROP COLUMN source;"
+	    " PRAGMA user_version = 4");
+	raw_exec(db, "INSERT INTO events (webhook_id, received_at,"
+	    " webhook_timestamp, sort_at, next_at)"
+	    " VALUES ('old1', '2026-03-01T09:00:00.000000000Z', 1,"
+	    " '2026-03-01T09:00:00.000000000Z', '2026-03-01T09:00:00.000000000Z'),"
+	    " ('stripe/old2', '2026-03-01T09:00:01.000000000Z', 1,"
+	    " '2026-03-01T09:00:01.000000000Z', '2026-03-01T09:00:01.000000000Z')");
+	sqlite3_close(db);
+	p = open_at(path, 2000);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
+	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM events"
+	    " WHERE source = 'default'"), 2);
+	new_path(fresh, sizeof fresh);
+	inbox_close(open_at(fresh, 2000));
+	ck_assert_str_eq(schema_shape(path, a, sizeof a),
+	    schema_shape(fresh, b, sizeof b));
+	ck_assert_ptr_nonnull(strstr(a, "source TEXT 1 'default'"));
+	/* A version-4 receiver's insert, after the migration. */
+	db = raw_open(path);
+	raw_exec(db, "INSERT INTO events (webhook_id, received_at,"
+	    " webhook_timestamp, sort_at, next_at)"
+	    " VALUES ('v4', '2026-03-01T09:00:02.000000000Z', 1,"
+	    " '2026-03-01T09:00:02.000000000Z', '2026-03-01T09:00:02.000000000Z')");
+	sqlite3_close(db);
+	inbox_close(ib);
+	ib = p;
+	get("stripe/old2", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
+	get("v4", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
 	inbox_close(p);
 	ib = open_at(dbpath, 2000);	/* for teardown */
 }
@@ -1084,6 +1140,7 @@ inbox_suite(void)
 	tcase_add_test(tc, drainer_admits_in_chunks);
 	tcase_add_test(tc, migrates_version_1);
 	tcase_add_test(tc, migrates_version_3_failing_since);
+	tcase_add_test(tc, migrates_version_4_sources);
 	suite_add_tcase(s, tc);
 	return s;
 }

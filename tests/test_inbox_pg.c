@@ -535,6 +535,63 @@ START_TEST(schema_changed_under_a_connection_is_seen)
 }
 END_TEST
 
+/* events' columns as the catalog has them, in order: name, type,
+ * nullable, default, collation. */
+static const char *
+events_shape(char *out, size_t outsz)
+{
+	return sql("SELECT string_agg(column_name || ' ' || data_type || ' '"
+	    " || is_nullable || ' ' || coalesce(column_default, '-') || ' '"
+	    " || coalesce(collation_name, '-'), ';' ORDER BY ordinal_position)"
+	    " FROM information_schema.columns WHERE table_schema ="
+	    " current_schema() AND table_name = 'events'", out, outsz);
+}
+
+/*
+ * An inbox of version 4 (events without source) is migrated on open:
+ * version 5, its rows the default source's, the same columns as a new
+ * inbox's, in the same order; a version-4 receiver's insert (no source)
+ * stores a default row after it.
+ */
+START_TEST(migrates_version_4_sources)
+{
+	char migrated[4096], fresh[4096], got[256];
+	struct inbox *p;
+
+	store("a", "t", AT("10:00:00"), "client", "1", NULL);
+	store("b", "t", AT("10:01:00"), NULL, NULL, NULL);
+	inbox_close(ib);
+	ib = NULL;
+	sql("ALTER TABLE events DROP COLUMN source;"
+	    " UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+	    NULL, 0);
+	ib = open_lease(0);
+	ck_assert_int_eq(sql_int("SELECT value::int FROM meta"
+	    " WHERE key = 'schema_version'"), 5);
+	ck_assert_str_eq(sql("SELECT string_agg(webhook_id || '=' || source,"
+	    " ',' ORDER BY webhook_id) FROM events", got, sizeof got),
+	    "a=default,b=default");
+	/* Opened again: nothing more to do. */
+	p = open_lease(0);
+	inbox_close(p);
+	sql("INSERT INTO events (webhook_id, received_at, webhook_timestamp,"
+	    " sort_at, next_at) VALUES ('v4', '2026-03-01T09:00:00.000000000Z',"
+	    " 1, '2026-03-01T09:00:00.000000000Z',"
+	    " '2026-03-01T09:00:00.000000000Z')", NULL, 0);
+	ck_assert_str_eq(sql("SELECT source FROM events WHERE webhook_id ="
+	    " 'v4'", got, sizeof got), "default");
+	events_shape(migrated, sizeof migrated);
+
+	inbox_close(ib);
+	ib = NULL;
+	teardown();
+	setup();
+	events_shape(fresh, sizeof fresh);
+	ck_assert_str_eq(migrated, fresh);
+	ck_assert_ptr_nonnull(strstr(fresh, "source text NO 'default'::text C"));
+}
+END_TEST
+
 START_TEST(newer_schema_refused)
 {
 	struct inbox_options o = { .busy_timeout_ms = 5000 };
@@ -683,13 +740,17 @@ START_TEST(copy_to_postgresql_and_back_byte_for_byte)
 	int t;
 
 	fill(src);
+	store_from(src, "stripe/evt_1", "stripe");
 	r = copy_with(src, ib, 0, 0, 0);
 	/* Every table, every column, each value of the same type and bytes
-	 * (a body with NUL and 0xff bytes, an empty one, a purged one). */
+	 * (a body with NUL and 0xff bytes, an empty one, a purged one; an
+	 * event's source). */
 	assert_same(src, ib, 0);
-	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 8);
+	ck_assert_int_eq(r.t[INBOX_EVENTS].written, 9);
 	ck_assert_int_eq(r.t[INBOX_RUNS].written, 1);
-	ck_assert_int_eq(sql_int("SELECT count(*) FROM copied"), 8 + 1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM copied"), 9 + 1);
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM events"
+	    " WHERE webhook_id = 'stripe/evt_1' AND source = 'stripe'"), 1);
 	ASSERT_STATE(ib, "e-dead", "dead");
 	ASSERT_STATE(ib, "e-old", "stale");
 	/* Twice: nothing written. */
@@ -701,6 +762,7 @@ START_TEST(copy_to_postgresql_and_back_byte_for_byte)
 	/* And back into a new SQLite inbox: the same again. */
 	(void)copy_with(ib, back, 0, 0, 0);
 	assert_same(src, back, 0);
+	ck_assert_str_eq(source_of(back, "stripe/evt_1"), "stripe");
 	/* The copy on PostgreSQL hands out what the source would. */
 	ck_assert_int_eq(hand_out(ib, "e-pending", util_now_ns(), V_DONE),
 	    INBOX_CLAIMED);
@@ -878,6 +940,7 @@ inbox_pg_suite(void)
 	tcase_add_test(tc, claim_that_waited_for_a_verdict_sees_its_clocks);
 	tcase_add_test(tc, verdicts_survive_a_crash_of_the_server);
 	tcase_add_test(tc, newer_schema_refused);
+	tcase_add_test(tc, migrates_version_4_sources);
 	tcase_add_test(tc, synchronous_commit_raised_to_on);
 	tcase_add_test(tc, unreachable_fails_then_backs_off);
 	tcase_add_test(tc, cancelled_replication_wait_is_no_acknowledgement);

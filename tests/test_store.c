@@ -437,6 +437,271 @@ START_TEST(store_batch_and_cursor)
 }
 END_TEST
 
+/* ==== sources (docs/DESIGN.md "Sources") ================================= */
+
+/* Store `id` from `source` (NULL: the default) with a body naming both;
+ * returns inbox_store's status. */
+static enum inbox_status
+store_src(const char *id, const char *source, const char *type)
+{
+	struct event_fields f = { 0 };
+	struct inbox_delivery d = { 0 };
+	char body[256];
+	int n = snprintf(body, sizeof body, "{\"id\":\"%s\",\"src\":\"%s\"}",
+	    id, source != NULL ? source : "-");
+
+	f.type = (char *)type;
+	d.webhook_id = id;
+	d.source = source;
+	d.webhook_timestamp = 1772366400;
+	d.body = body;
+	d.body_len = (size_t)n;
+	d.fields = &f;
+	return inbox_store(ib, &d, &err);
+}
+
+/* Each event's source read back on every path: list, next_due, dead. */
+START_TEST(source_stored_and_read_back)
+{
+	int64_t t = now_ns() + 60 * SEC;
+	struct inbox_event e;
+	struct snap s;
+
+	OK(store_src("plain", NULL, "t"));
+	OK(store_src("empty", "", "t"));
+	OK(store_src("named", INBOX_DEFAULT_SOURCE, "t"));
+	OK(store_src("stripe/evt_1", "stripe", "t"));
+	get("plain", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
+	get("empty", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
+	get("named", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
+	get("stripe/evt_1", &s);
+	ck_assert_str_eq(s.source, "stripe");
+	snap_free(&s);
+
+	inbox_event_init(&e);
+	take("stripe/evt_1", t, &e);
+	ck_assert_str_eq(e.source, "stripe");
+	take("plain", t, &e);
+	ck_assert_str_eq(e.source, "default");
+	inbox_event_free(&e);
+}
+END_TEST
+
+/* Duplicates are found per source: the same id again from the same source
+ * is a duplicate; from another source it is refused (INBOX_FAILED,
+ * naming both), nothing written, the first row as it was. */
+START_TEST(source_duplicate_and_conflict)
+{
+	struct inbox_filter all = { 0 };
+	struct snap s;
+
+	OK(store_src("stripe/evt_1", "stripe", "first"));
+	ck_assert_int_eq(store_src("stripe/evt_1", "stripe", "again"),
+	    INBOX_DUPLICATE);
+	/* A default-source sender whose own id looks like stripe's. */
+	ck_assert_int_eq(store_src("stripe/evt_1", NULL, "other"),
+	    INBOX_FAILED);
+	ck_assert_msg(contains(ERR, "webhook-id stripe/evt_1") &&
+	    contains(ERR, "source default") && contains(ERR, "source stripe"),
+	    "error \"%s\"", ERR);
+	/* The caller reopens after INBOX_FAILED; this connection still
+	 * works (nothing was left open). */
+	get("stripe/evt_1", &s);
+	ck_assert_str_eq(s.source, "stripe");
+	ck_assert_str_eq(s.type, "first");
+	ck_assert_uint_eq(s.body.len, strlen("{\"id\":\"stripe/evt_1\","
+	    "\"src\":\"stripe\"}"));
+	ck_assert(memcmp(s.body.data, "{\"id\":\"stripe/evt_1\",\"src\":"
+	    "\"stripe\"}", s.body.len) == 0);
+	snap_free(&s);
+
+	/* The other way round: a default id met by a named source. */
+	OK(store_src("x1", NULL, "first"));
+	ck_assert_int_eq(store_src("x1", "github", "other"), INBOX_FAILED);
+	ck_assert_msg(contains(ERR, "webhook-id x1") &&
+	    contains(ERR, "source github") && contains(ERR, "source default"),
+	    "error \"%s\"", ERR);
+	get("x1", &s);
+	ck_assert_str_eq(s.source, "default");
+	ck_assert_str_eq(s.type, "first");
+	snap_free(&s);
+	ck_assert_int_eq(store_src("x1", NULL, "again"), INBOX_DUPLICATE);
+	ck_assert_int_eq(count(&all), 2);
+
+	/* A name longer than the store holds is refused, not truncated. */
+	ck_assert_int_eq(store_src("long", "a-source-name-longer-than-32-bytes",
+	    "t"), INBOX_FAILED);
+	ck_assert_int_eq(count(&all), 2);
+}
+END_TEST
+
+/* In a batch, another source's id is refused alone (changed -1, its
+ * reason in err), the others stored as without it; with changed NULL it
+ * fails the batch, nothing stored. */
+START_TEST(source_conflict_in_a_batch)
+{
+	struct event_fields f = { 0 };
+	struct inbox_delivery d[4];
+	int changed[4] = { 9, 9, 9, 9 };
+	struct inbox_batch b = { .d = d, .n = 4, .changed = changed };
+	struct inbox_filter all = { 0 };
+	struct snap s;
+	int i;
+
+	OK(store_src("gh/1", "gh", "t"));
+	memset(d, 0, sizeof d);
+	for (i = 0; i < 4; i++) {
+		d[i].body = "{}";
+		d[i].body_len = 2;
+		d[i].fields = &f;
+	}
+	d[0].webhook_id = "gh/2";
+	d[0].source = "gh";
+	d[1].webhook_id = "gh/1";	/* there, from gh: not ours */
+	d[2].webhook_id = "gh/1";	/* there, from gh: a duplicate */
+	d[2].source = "gh";
+	d[3].webhook_id = "plain";
+	OK(inbox_store_batch(ib, &b, &err));
+	ck_assert_int_eq(b.stored, 2);
+	ck_assert_int_eq(changed[0], 1);
+	ck_assert_int_eq(changed[1], -1);
+	ck_assert_int_eq(changed[2], 0);
+	ck_assert_int_eq(changed[3], 1);
+	ck_assert_msg(contains(ERR, "webhook-id gh/1") &&
+	    contains(ERR, "source default") && contains(ERR, "source gh"),
+	    "error \"%s\"", ERR);
+	ck_assert_str_eq(list_ids(&all), "gh/1,gh/2,plain");
+	get("gh/1", &s);
+	ck_assert_str_eq(s.source, "gh");
+	snap_free(&s);
+	get("plain", &s);
+	ck_assert_str_eq(s.source, "default");
+	snap_free(&s);
+
+	/* changed NULL: the caller cannot be told which; nothing stored. */
+	d[0].webhook_id = "gh/3";
+	d[3].webhook_id = "plain2";
+	b.changed = NULL;
+	ck_assert_int_eq(inbox_store_batch(ib, &b, &err), INBOX_FAILED);
+	ck_assert_int_eq(b.stored, 0);
+	ck_assert_msg(contains(ERR, "webhook-id gh/1"), "error \"%s\"", ERR);
+	ck_assert_str_eq(list_ids(&all), "gh/1,gh/2,plain");
+}
+END_TEST
+
+/* The filter's source: list, count, requeue, forget. */
+START_TEST(source_filter)
+{
+	int64_t t = now_ns() + 60 * SEC, n = -1;
+	struct inbox_filter f = { 0 };
+
+	OK(store_src("a", NULL, "t"));
+	OK(store_src("stripe/b", "stripe", "t"));
+	OK(store_src("gh/c", "gh", "t"));
+	OK(store_src("stripe/d", "stripe", "t"));
+	f.source = "stripe";
+	ck_assert_str_eq(list_ids(&f), "stripe/b,stripe/d");
+	ck_assert_int_eq(count(&f), 2);
+	f.source = "default";
+	ck_assert_str_eq(list_ids(&f), "a");
+	ck_assert_int_eq(count(&f), 1);
+	f.source = "";			/* any */
+	ck_assert_int_eq(count(&f), 4);
+	f.source = "none";
+	ck_assert_int_eq(count(&f), 0);
+	f.source = "stripe";
+	f.webhook_id = "gh/c";		/* both must match */
+	ck_assert_int_eq(count(&f), 0);
+	f.webhook_id = NULL;
+
+	ck_assert_str_eq(drain(t, "", 5), "a,stripe/b,gh/c,stripe/d");
+	f.state = "done";
+	OK(inbox_requeue(ib, &f, t, &n, &err));
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(state_of("stripe/b"), "pending");
+	ck_assert_str_eq(state_of("stripe/d"), "pending");
+	ck_assert_str_eq(state_of("a"), "done");
+	ck_assert_str_eq(state_of("gh/c"), "done");
+
+	f.state = NULL;
+	f.source = "gh";
+	OK(inbox_forget(ib, &f, &n, &err));
+	ck_assert_int_eq(n, 1);
+	f.source = NULL;
+	ck_assert_str_eq(list_ids(&f), "a,stripe/b,stripe/d");
+}
+END_TEST
+
+struct sources_seen {
+	char	line[512];
+	int	calls, stop_after;
+};
+
+static int
+sources_cb(const struct inbox_source_count *c, void *arg)
+{
+	struct sources_seen *ss = arg;
+	size_t len = strlen(ss->line);
+
+	snprintf(ss->line + len, sizeof ss->line - len, "%s%s %lld/%lld/%lld/"
+	    "%lld/%lld", len ? ";" : "", c->source, (long long)c->pending,
+	    (long long)c->done, (long long)c->stale, (long long)c->dead,
+	    (long long)c->waiting_retry);
+	return ++ss->calls == ss->stop_after ? -1 : 0;
+}
+
+/* Per source, in name order: pending/done/stale/dead/waiting_retry. */
+START_TEST(count_sources_figures)
+{
+	int64_t t = now_ns() + 60 * SEC;
+	struct sources_seen ss = { "", 0, 0 };
+
+	OK(inbox_count_sources(ib, sources_cb, &ss, &err));
+	ck_assert_int_eq(ss.calls, 0);
+
+	OK(store_src("zeta/1", "zeta", "t"));
+	OK(store_src("a1", NULL, "t"));
+	OK(store_src("a2", NULL, "t"));
+	OK(store_src("b-x/1", "b-x", "t"));
+	OK(store_src("b_x/1", "b_x", "t"));
+	OK(store_src("b_x/2", "b_x", "t"));
+	/* zeta/1 and b_x/2 fail once (waiting), a2 dies, the rest done. */
+	ck_assert_str_eq(drain(t, ",zeta/1,b_x/2,a2,", 5),
+	    "zeta/1!,a1,a2!,b-x/1,b_x/1,b_x/2!");
+	{
+		struct inbox_event e;
+		int dead = 0;
+
+		inbox_event_init(&e);
+		take("a2", t + 120 * SEC, &e);
+		ck_assert_int_eq(claim(&e, t + 120 * SEC), INBOX_CLAIMED);
+		OK(fixture_fail(ib, &e, t + 120 * SEC, SEC, 2, "exit 1", NULL,
+		    0, &dead, &err));
+		ck_assert_int_eq(dead, 1);
+		inbox_event_free(&e);
+	}
+	OK(store_src("b-x/2", "b-x", "t"));	/* pending, never tried */
+	OK(inbox_count_sources(ib, sources_cb, &ss, &err));
+	/* Byte order: '-' < '_' < letters. */
+	ck_assert_str_eq(ss.line, "b-x 1/1/0/0/0;b_x 1/1/0/0/1;"
+	    "default 0/1/0/1/0;zeta 1/0/0/0/1");
+	ck_assert_int_eq(ss.calls, 4);
+
+	/* fn's -1 stops it. */
+	memset(&ss, 0, sizeof ss);
+	ss.stop_after = 2;
+	OK(inbox_count_sources(ib, sources_cb, &ss, &err));
+	ck_assert_int_eq(ss.calls, 2);
+	ck_assert_str_eq(ss.line, "b-x 1/1/0/0/0;b_x 1/1/0/0/1");
+}
+END_TEST
+
 /* ==== due: order, settle, hold ============================================ */
 
 START_TEST(order_by_instant)
@@ -1604,6 +1869,13 @@ add_engine(Suite *s, enum engine en, void (*setup)(void))
 	ADD(tc, store_and_duplicate);
 	ADD(tc, store_empty_and_clockless);
 	ADD(tc, store_batch_and_cursor);
+
+	tc = group(s, eng, "sources", setup, 0);
+	ADD(tc, source_stored_and_read_back);
+	ADD(tc, source_duplicate_and_conflict);
+	ADD(tc, source_conflict_in_a_batch);
+	ADD(tc, source_filter);
+	ADD(tc, count_sources_figures);
 
 	tc = group(s, eng, "due", setup, 0);
 	ADD(tc, order_by_instant);

@@ -17,11 +17,13 @@
 /* events' columns as inbox_table_info lists them (lib/store/sqlite/copy.c);
  * copy_test checks these against the names. */
 enum {
-	EV_STATE = 1, EV_ATTEMPTS = 14, EV_ADMITTED = 21
+	EV_STATE = 1, EV_ATTEMPTS = 14, EV_ADMITTED = 21, EV_SOURCE = 24
 };
 /* objects' clocks; history's count. */
 enum { OB_CREATED = 2, OB_UPDATED = 3, OB_DONE_AT = 4 };
 enum { HI_N = 5 };
+
+static int	text_eq(const struct inbox_value *, const char *);
 
 static void
 hash_value(crypto_generichash_state *s, const struct inbox_value *v)
@@ -50,7 +52,9 @@ copy_digest(enum inbox_table t, const struct inbox_value *row,
 
 	crypto_generichash_init(&s, NULL, 0, COPY_DIGEST_LEN);
 	for (i = 0; i < ti->ncols; i++)
-		if (!(t == INBOX_EVENTS && i == EV_ADMITTED))
+		if (!(t == INBOX_EVENTS && i == EV_ADMITTED) &&
+		    !(t == INBOX_EVENTS && i == EV_SOURCE &&
+		    text_eq(&row[i], INBOX_DEFAULT_SOURCE)))
 			hash_value(&s, &row[i]);
 	crypto_generichash_final(&s, out, COPY_DIGEST_LEN);
 }

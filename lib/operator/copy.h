@@ -112,7 +112,9 @@ int	copy_open_destination(const struct config *c, const char *to, int dry,
 void	copy_print(FILE *f, const struct copy_result *r, int dry);
 
 /* The digest `copied` keeps of an event or cursor row (every column but
- * events.admitted, which only says whether history counted it yet):
+ * events.admitted, which only says whether history counted it yet, and
+ * events.source when it is the default: a row copied before schema
+ * version 5 added the column keeps the digest it was recorded with):
  * COPY_DIGEST_LEN bytes into out.  For the unit tests and the merge. */
 void	copy_digest(enum inbox_table t, const struct inbox_value *row,
 	    unsigned char out[COPY_DIGEST_LEN]);

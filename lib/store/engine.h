@@ -43,6 +43,33 @@
 #define LIST_PAGE		256
 #define LIST_PAGE_BODIES	4
 
+/* A delivery's source as stored: d->source, or INBOX_DEFAULT_SOURCE for
+ * NULL or "" (lib/store/inbox.h). */
+static inline const char *
+store_source(const struct inbox_delivery *d)
+{
+	return d->source != NULL && *d->source != '\0' ? d->source :
+	    INBOX_DEFAULT_SOURCE;
+}
+
+/*
+ * Is the delivery's source a name the store takes (at most
+ * INBOX_SOURCE_MAX bytes: inbox_event.source holds it)?  1, or 0 with
+ * "where: storing the event: ..." in err.  The config checks names
+ * first; this keeps a caller's slip from being truncated on the way back.
+ */
+int	store_source_ok(const struct inbox_delivery *d, const char *where,
+	    struct buf *err);
+
+/*
+ * The message of a webhook-id already stored from another source
+ * (lib/store/inbox.h, inbox_store): "where: storing the event:
+ * webhook-id ID of source SRC is already stored from source OTHER", in
+ * err.  Both engines say it alike.
+ */
+void	store_conflict(struct buf *err, const char *where, const char *id,
+	    const char *src, const char *other);
+
 struct inbox_engine {
 	const char	*name;		/* "sqlite", "postgresql" */
 
@@ -105,6 +132,9 @@ struct inbox_engine {
 	    struct buf *err);
 	enum inbox_status (*status_report)(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err);
+	enum inbox_status (*count_sources)(struct inbox *ib,
+	    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+	    struct buf *err);
 	enum inbox_status (*probe_write)(struct inbox *ib, struct buf *err);
 	enum inbox_status (*probe_shared)(struct inbox *ib, struct buf *what,
 	    struct buf *err);

@@ -141,6 +141,28 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 
 /* ---- receiving ------------------------------------------------------ */
 
+int
+store_source_ok(const struct inbox_delivery *d, const char *where,
+    struct buf *err)
+{
+	if (strlen(store_source(d)) <= INBOX_SOURCE_MAX)
+		return 1;
+	buf_reset(err);
+	(void)buf_printf(err, "%s: storing the event: a source name longer "
+	    "than %d bytes", where, INBOX_SOURCE_MAX);
+	return 0;
+}
+
+void
+store_conflict(struct buf *err, const char *where, const char *id,
+    const char *src, const char *other)
+{
+	buf_reset(err);
+	(void)buf_printf(err, "%s: storing the event: webhook-id %s of source "
+	    "%s is already stored from source %s (not a duplicate: nothing "
+	    "stored)", where, id, src, other);
+}
+
 enum inbox_status
 inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
@@ -248,6 +270,14 @@ inbox_status_report(struct inbox *ib, struct inbox_status_report *r,
     struct buf *err)
 {
 	return engine(ib)->status_report(ib, r, err);
+}
+
+enum inbox_status
+inbox_count_sources(struct inbox *ib,
+    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+    struct buf *err)
+{
+	return engine(ib)->count_sources(ib, fn, arg, err);
 }
 
 enum inbox_status

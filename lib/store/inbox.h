@@ -392,8 +392,12 @@ enum inbox_status inbox_finish_stale(struct inbox *ib,
  * recorded in the same transaction (cursor_name NULL: none; `sync`
  * resumes from it, inbox_cursor_get).  Out: stored, the new ones; changed,
  * when not NULL (n entries, the caller's), 1 for each delivery stored, 0
- * for each duplicate.  With group commit the batch is durable before the
- * call returns.
+ * for each duplicate, -1 for each whose webhook-id is already stored from
+ * another source (inbox_store's INBOX_FAILED: that delivery is not
+ * stored, the others are as if it were not in the batch; the call returns
+ * INBOX_OK with the first such delivery's reason in err).  With changed
+ * NULL such a delivery fails the whole batch (INBOX_FAILED, its reason in
+ * err).  With group commit the batch is durable before the call returns.
  */
 struct inbox_batch {
 	const struct inbox_delivery *d;		/* in: n deliveries */

@@ -30,7 +30,7 @@
  * INT.  test_inbox_pg checks them against the server's catalog.
  */
 static const char *const kinds[INBOX_NTABLES] = {
-	"ttbtItttttttitIIttitbitt",	/* events */
+	"ttbtItttttttitIIttitbittt",	/* events */
 	"ttttt",			/* objects */
 	"ttt",				/* cursors */
 	"IIttiI",			/* history */
@@ -44,7 +44,7 @@ static const char *const kinds[INBOX_NTABLES] = {
 #define OID_INT4	23
 
 /* The widest table (events); statement parameters of one value each. */
-#define MAX_COLS	24
+#define MAX_COLS	25
 
 /* ---- parameters ----------------------------------------------------------- */
 

@@ -250,6 +250,19 @@ read_version(struct inbox_pg *ib, int64_t deadline, int *version,
 }
 
 /*
+ * Version 4 to 5: events.source as schema-pg.sql declares it (there the
+ * last column, as here), rows already there the default source's
+ * (docs/DESIGN.md "Sources").  Repeatable: two processes migrating at
+ * once wait for each other's lock on events, and the second adds nothing.
+ * A version-4 receiver still running leaves the column out: default.
+ */
+static const char migrate_v5[] =
+    "ALTER TABLE events ADD COLUMN IF NOT EXISTS"
+    " source text COLLATE \"C\" NOT NULL DEFAULT 'default';"
+    "UPDATE meta SET value = '5' WHERE key = 'schema_version'"
+    " AND value = '4'";
+
+/*
  * A new database gets the schema in one transaction.  Two processes
  * opening a new database at once: one creates it, the other's CREATE
  * fails on the catalog's unique index and it reads the version again.
@@ -264,7 +277,9 @@ apply_schema(struct inbox_pg *ib, int64_t deadline, struct buf *err)
 
 	snprintf(version_sql, sizeof version_sql, "INSERT INTO meta (key, value)"
 	    " VALUES ('schema_version', '%d')", inbox_schema_version());
-	for (tries = 0; tries < 2; tries++) {
+	/* A try that creates or migrates is followed by one that reads the
+	 * version it left. */
+	for (tries = 0; tries < 3; tries++) {
 		if ((s = read_version(ib, deadline, &version, err)) != INBOX_OK)
 			return s;
 		if (version > inbox_schema_version()) {
@@ -276,10 +291,25 @@ apply_schema(struct inbox_pg *ib, int64_t deadline, struct buf *err)
 		}
 		if (version == inbox_schema_version())
 			return INBOX_OK;
+		if (version == 4) {
+			if ((s = px_exec(ib, "BEGIN", NULL, deadline, "begin",
+			    err)) != INBOX_OK)
+				return s;
+			if ((s = px_exec(ib, migrate_v5, NULL, deadline,
+			    "migrating the schema to version 5", err)) ==
+			    INBOX_OK && (s = px_commit(ib, deadline,
+			    "migrating the schema to version 5", err)) ==
+			    INBOX_OK)
+				continue;	/* read the version again */
+			px_rollback(ib);
+			if (ib->broken)
+				return s;
+			continue;
+		}
 		if (version != 0) {
 			/* No older PostgreSQL schema exists: the first is
 			 * version 4, SQLite's (with the table `copied`), plus
-			 * `seen` and `leases`.  A later version migrates here. */
+			 * `seen` and `leases`. */
 			buf_reset(err);
 			(void)buf_printf(err, "%s: schema version %d is unknown "
 			    "to this program", ib->name, version);
@@ -412,25 +442,35 @@ inbox_pg_maintain(struct inbox *ib, struct buf *err)
 /* ---- storing ------------------------------------------------------------ */
 
 /*
- * One delivery: the event if new; if its webhook-id is already there, a
- * write to `seen` instead (schema-pg.sql), so that this transaction's
- * commit waits for the WAL to be flushed (and replicated, with
- * synchronous standbys) up to a point past the first copy's commit.  One
- * row: 1 when new, 0 when a duplicate.
+ * One delivery: the event if new; if its webhook-id is already there from
+ * the same source ($13), a write to `seen` instead (schema-pg.sql), so
+ * that this transaction's commit waits for the WAL to be flushed (and
+ * replicated, with synchronous standbys) up to a point past the first
+ * copy's commit.  One row: 1 when new; the source of the row found (NULL:
+ * new, or committed after this statement's snapshot began: then
+ * insert_one asks again, in a statement of its own).
  */
 static const char store_sql[] =
     "WITH ins AS (INSERT INTO events (webhook_id, body, received_at,"
     "  webhook_timestamp, secret_fp, type, created_at, created_at_raw,"
     "  object_type, object_id, updated_at, truncated, sort_at, next_at,"
-    "  admitted)"
+    "  admitted, source)"
     "  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,"
-    "  coalesce($7, $3), $3, 0)"
+    "  coalesce($7, $3), $3, 0, $13)"
     "  ON CONFLICT (webhook_id) DO NOTHING RETURNING 1),"
+    " cur AS (SELECT source FROM events WHERE webhook_id = $1"
+    "  AND NOT EXISTS (SELECT 1 FROM ins)),"
     " dup AS (INSERT INTO seen (webhook_id, duplicates)"
-    "  SELECT $1, 1 WHERE NOT EXISTS (SELECT 1 FROM ins)"
+    "  SELECT $1, 1 WHERE EXISTS (SELECT 1 FROM cur WHERE source = $13)"
     "  ON CONFLICT (webhook_id) DO UPDATE SET duplicates = seen.duplicates + 1"
     "  RETURNING 1)"
-    " SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM dup)";
+    " SELECT (SELECT count(*) FROM ins), (SELECT source FROM cur),"
+    "  (SELECT count(*) FROM dup)";
+
+/* The duplicate's write to `seen` (store_sql's dup), on its own. */
+static const char seen_sql[] =
+    "INSERT INTO seen (webhook_id, duplicates) VALUES ($1, 1)"
+    " ON CONFLICT (webhook_id) DO UPDATE SET duplicates = seen.duplicates + 1";
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when the `left`
  * bytes there do not start one (RFC 3629: no overlongs, no surrogates, at
@@ -511,9 +551,42 @@ utf8_text(const char *s, struct buf *tmp, int *oom)
 	return *oom ? NULL : tmp->data;
 }
 
+/*
+ * The id was there, but not in store_sql's snapshot (a concurrent
+ * receiver committed it meanwhile): its source, read in a statement of
+ * its own (READ COMMITTED: a snapshot that has it), into other, and for a
+ * duplicate the write to `seen`.  A row gone again (forgotten meanwhile)
+ * is taken as a duplicate: it was there.
+ */
+static enum inbox_status
+recheck(struct inbox_pg *ib, const struct inbox_delivery *d, int64_t deadline,
+    char other[INBOX_SOURCE_MAX + 1], struct buf *err)
+{
+	struct px_params p = { 0 };
+	PGresult *r = NULL;
+	enum inbox_status s;
+
+	px_raw(&p, d->webhook_id);
+	if ((s = px_query(ib, "SELECT source FROM events WHERE webhook_id = $1",
+	    &p, deadline, &r, "storing the event", err)) != INBOX_OK)
+		return s;
+	snprintf(other, INBOX_SOURCE_MAX + 1, "%s", PQntuples(r) == 1 ?
+	    PQgetvalue(r, 0, 0) : store_source(d));
+	PQclear(r);
+	if (strcmp(other, store_source(d)) != 0)
+		return INBOX_OK;
+	return px_exec(ib, seen_sql, &p, deadline, "storing the event", err);
+}
+
+/*
+ * Store one delivery inside the caller's transaction; *changed 1
+ * (stored), 0 (a duplicate: there from the same source) or -1 (there
+ * from another source, named in other; nothing written).
+ */
 static enum inbox_status
 insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
-    int64_t deadline, int *changed, struct buf *err)
+    int64_t deadline, int *changed, char other[INBOX_SOURCE_MAX + 1],
+    struct buf *err)
 {
 	const struct event_fields *f = d->fields;
 	struct px_params p = { 0 };
@@ -548,6 +621,7 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 	px_text(&p, okey ? f->object_id : NULL);
 	px_text(&p, f->updated_at);
 	px_int(&p, f->truncated, tr);
+	px_raw(&p, store_source(d));
 	s = oom ? px_fail(ib, err, INBOX_FAILED, "storing the event",
 	    "out of memory") : px_query(ib, store_sql, &p, deadline,
 	    &r, "storing the event", err);
@@ -555,8 +629,16 @@ insert_one(struct inbox_pg *ib, const struct inbox_delivery *d,
 		buf_free(&t[i]);
 	if (s != INBOX_OK)
 		return s;
+	other[0] = '\0';
 	*changed = PQntuples(r) == 1 && px_int_col(r, 0, 0) == 1;
+	if (!*changed && PQntuples(r) == 1 && !PQgetisnull(r, 0, 1))
+		snprintf(other, INBOX_SOURCE_MAX + 1, "%s", PQgetvalue(r, 0, 1));
 	PQclear(r);
+	if (!*changed && other[0] == '\0' &&
+	    (s = recheck(ib, d, deadline, other, err)) != INBOX_OK)
+		return s;
+	if (!*changed && strcmp(other, store_source(d)) != 0)
+		*changed = -1;
 	return INBOX_OK;
 }
 
@@ -597,16 +679,32 @@ inbox_pg_store_batch(struct inbox *pib, struct inbox_batch *b, struct buf *err)
 	int64_t deadline = store_deadline(ib, b->d, b->n);
 	enum inbox_status s;
 	size_t i;
-	int changed;
+	int changed, conflicts = 0;
+	char other[INBOX_SOURCE_MAX + 1];
+	struct buf why;
 
 	b->stored = 0;
+	for (i = 0; i < b->n; i++)
+		if (!store_source_ok(&b->d[i], ib->name, err))
+			return INBOX_FAILED;
 	if ((s = px_begin(ib, deadline, err)) != INBOX_OK)
 		return s;
+	buf_init(&why, BUF_ERR_MAX);
 	for (i = 0; i < b->n; i++) {
-		if ((s = insert_one(ib, &b->d[i], deadline, &changed, err)) !=
-		    INBOX_OK)
+		if ((s = insert_one(ib, &b->d[i], deadline, &changed, other,
+		    err)) != INBOX_OK)
 			goto fail;
-		b->stored += changed;
+		/* Another source's id: this delivery only is refused
+		 * (inbox_batch.changed), unless the caller cannot be told. */
+		if (changed == -1 && conflicts++ == 0)
+			store_conflict(&why, ib->name, b->d[i].webhook_id,
+			    store_source(&b->d[i]), other);
+		if (changed == -1 && b->changed == NULL) {
+			s = INBOX_FAILED;
+			goto fail;
+		}
+		if (changed == 1)
+			b->stored++;
 		if (b->changed != NULL)
 			b->changed[i] = changed;
 	}
@@ -615,8 +713,20 @@ inbox_pg_store_batch(struct inbox *pib, struct inbox_batch *b, struct buf *err)
 		goto fail;
 	if ((s = px_commit(ib, deadline, "storing a batch", err)) != INBOX_OK)
 		goto fail;
+	/* The first refused delivery's reason (lib/store/inbox.h). */
+	if (conflicts > 0) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s", why.data);
+	}
+	buf_free(&why);
 	return INBOX_OK;
 fail:
+	/* A conflict that fails the batch says so; other failures their own. */
+	if (conflicts > 0 && b->changed == NULL) {
+		buf_reset(err);
+		(void)buf_printf(err, "%s", why.data);
+	}
+	buf_free(&why);
 	b->stored = 0;
 	px_rollback(ib);
 	return s;
@@ -629,6 +739,8 @@ inbox_pg_store(struct inbox *ib, const struct inbox_delivery *d,
 	struct inbox_batch b = { .d = d, .n = 1 };
 	enum inbox_status s;
 
+	/* changed NULL: another source's id fails the batch of one, with
+	 * the reason (nothing written). */
 	if ((s = inbox_pg_store_batch(ib, &b, err)) != INBOX_OK)
 		return s;
 	return b.stored == 1 ? INBOX_OK : INBOX_DUPLICATE;
@@ -685,6 +797,7 @@ const struct inbox_engine inbox_pg_engine = {
 	.forget = inbox_pg_forget,
 	.purge = inbox_pg_purge,
 	.status_report = inbox_pg_status_report,
+	.count_sources = inbox_pg_count_sources,
 	.probe_write = inbox_pg_probe_write,
 	.probe_shared = inbox_pg_probe_shared,
 	.server_facts = inbox_pg_server_facts,

@@ -75,6 +75,7 @@ px_filter(struct px_params *p, const struct inbox_filter *f,
 		px_raw(p, NULL);
 	if (!f->has_until || px_instant(p, f->until_ns, t->until) == -1)
 		px_raw(p, NULL);
+	px_text(p, f->source);
 	return 0;
 }
 
@@ -108,7 +109,8 @@ inbox_pg_count(struct inbox *pib, const struct inbox_filter *f, int64_t *n,
 	return s;
 }
 
-/* One filtered write (its own transaction); *n = rows changed. */
+/* One filtered write (its own transaction); *n = rows changed.  now_ns
+ * is $9 when the statement has one. */
 static enum inbox_status
 filtered_write(struct inbox_pg *ib, const char *sql,
     const struct inbox_filter *f, int64_t now_ns, int64_t *n, const char *what,
@@ -122,7 +124,7 @@ filtered_write(struct inbox_pg *ib, const char *sql,
 
 	if (px_filter(&p, f, &t) == -1)
 		return px_fail(ib, err, INBOX_FAILED, what, "out of memory");
-	if (strstr(sql, "$8") != NULL && px_instant(&p, now_ns, now) == -1) {
+	if (strstr(sql, "$9") != NULL && px_instant(&p, now_ns, now) == -1) {
 		px_filter_free(&t);
 		return px_fail(ib, err, INBOX_FAILED, what, "clock out of range");
 	}
@@ -141,7 +143,7 @@ inbox_pg_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now_ns,
 {
 	return filtered_write(PG(ib),
 	    "UPDATE events SET state = 'pending', failures = 0, requeued = 1,"
-	    " next_at = $8, finished_at = NULL, failing_since = NULL"
+	    " next_at = $9, finished_at = NULL, failing_since = NULL"
 	    FILTER_PG_WHERE
 	    " AND body IS NOT NULL", f, now_ns, n, "requeueing", err);
 }
@@ -306,6 +308,43 @@ inbox_pg_status_report(struct inbox *pib, struct inbox_status_report *r,
 fail:
 	px_rollback(ib);
 	return s;
+}
+
+/* One statement (its own snapshot); the result is read whole before fn
+ * sees a row. */
+enum inbox_status
+inbox_pg_count_sources(struct inbox *pib,
+    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+    struct buf *err)
+{
+	struct inbox_pg *ib = PG(pib);
+	struct inbox_source_count c;
+	PGresult *q = NULL;
+	enum inbox_status s;
+	int i;
+
+	if ((s = px_query(ib, "SELECT source,"
+	    " count(*) FILTER (WHERE state = 'pending'),"
+	    " count(*) FILTER (WHERE state = 'done'),"
+	    " count(*) FILTER (WHERE state = 'stale'),"
+	    " count(*) FILTER (WHERE state = 'dead'),"
+	    " count(*) FILTER (WHERE state = 'pending' AND failures > 0)"
+	    " FROM events GROUP BY source ORDER BY source COLLATE \"C\"",
+	    NULL, 0, &q, "counting sources", err)) != INBOX_OK)
+		return s;
+	for (i = 0; i < PQntuples(q); i++) {
+		memset(&c, 0, sizeof c);
+		snprintf(c.source, sizeof c.source, "%s", PQgetvalue(q, i, 0));
+		c.pending = px_int_col(q, i, 1);
+		c.done = px_int_col(q, i, 2);
+		c.stale = px_int_col(q, i, 3);
+		c.dead = px_int_col(q, i, 4);
+		c.waiting_retry = px_int_col(q, i, 5);
+		if (fn(&c, arg) == -1)
+			break;
+	}
+	PQclear(q);
+	return INBOX_OK;
 }
 
 enum inbox_status

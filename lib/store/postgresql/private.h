@@ -72,6 +72,9 @@ enum inbox_status inbox_pg_purge(struct inbox *ib, int64_t now_ns,
 	    struct buf *err);
 enum inbox_status inbox_pg_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err);
+enum inbox_status inbox_pg_count_sources(struct inbox *ib,
+	    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+	    struct buf *err);
 enum inbox_status inbox_pg_probe_write(struct inbox *ib, struct buf *err);
 enum inbox_status inbox_pg_probe_shared(struct inbox *ib,
 	    struct buf *what, struct buf *err);
@@ -223,14 +226,14 @@ int	 px_bytes_col(const PGresult *r, int row, int col, struct buf *b);
 	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \
 	" created_at, created_at_raw, object_type, object_id, updated_at," \
 	" truncated, sort_at, attempts, failures, next_at, finished_at," \
-	" requeued, last_error, last_output, seq, body IS NOT NULL"
-#define EVENT_PG_NCOLUMNS	22
+	" requeued, last_error, last_output, seq, body IS NOT NULL, source"
+#define EVENT_PG_NCOLUMNS	23
 int	px_read_event(const PGresult *r, int row, struct inbox_event *e,
 	    int with_body);
 
 /* The operator filter (inbox_filter) as one fixed WHERE clause with
- * parameters $1 … $7 (px_filter binds them; the type glob as an anchored
- * POSIX regular expression). */
+ * parameters $1 … $8 (px_filter binds them; the type glob as an anchored
+ * POSIX regular expression).  Statements number their own from $9. */
 #define FILTER_PG_WHERE \
 	" WHERE ($1::text IS NULL OR webhook_id = $1)" \
 	" AND ($2::text IS NULL OR state = $2 OR ($2 = 'retrying'" \
@@ -239,7 +242,8 @@ int	px_read_event(const PGresult *r, int row, struct inbox_event *e,
 	" AND ($4::text IS NULL OR object_type = $4)" \
 	" AND ($5::text IS NULL OR object_id = $5)" \
 	" AND ($6::text IS NULL OR received_at >= $6)" \
-	" AND ($7::text IS NULL OR received_at < $7)"
+	" AND ($7::text IS NULL OR received_at < $7)" \
+	" AND ($8::text IS NULL OR source = $8)"
 struct px_filter_tmp {
 	char	since[INSTANT_SIZE], until[INSTANT_SIZE];
 	char	*regex;		/* free with px_filter_free */

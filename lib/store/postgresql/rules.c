@@ -496,12 +496,12 @@ inbox_pg_list(struct inbox *pib, const struct inbox_filter *f, int with_body,
     int (*fn)(const struct inbox_event *, void *), void *arg, struct buf *err)
 {
 	static const char sql[] =
-	    "SELECT " EVENT_PG_COLUMNS ", CASE WHEN $9 THEN body END,"
+	    "SELECT " EVENT_PG_COLUMNS ", CASE WHEN $10 THEN body END,"
 	    " EXISTS (SELECT 1 FROM events_held h WHERE h.webhook_id = e.webhook_id)"
 	    " FROM events e" FILTER_PG_WHERE
-	    " AND ($10::bigint < 0 OR (sort_at, received_at, seq) >"
-	    "  ($11, $12, $10::bigint))"
-	    " ORDER BY sort_at, received_at, seq LIMIT $8";
+	    " AND ($11::bigint < 0 OR (sort_at, received_at, seq) >"
+	    "  ($12, $13, $11::bigint))"
+	    " ORDER BY sort_at, received_at, seq LIMIT $9";
 	struct inbox_pg *ib = PG(pib);
 	struct inbox_event ev;
 	struct px_filter_tmp t;

@@ -134,6 +134,8 @@ px_read_event(const PGresult *r, int row, struct inbox_event *e, int with_body)
 		oom = 1;
 	e->seq = px_int_col(r, row, 20);
 	e->has_body = strcmp(PQgetvalue(r, row, 21), "t") == 0;
+	snprintf(e->source, sizeof e->source, "%s", PQgetisnull(r, row, 22) ?
+	    INBOX_DEFAULT_SOURCE : PQgetvalue(r, row, 22));
 	if (with_body && e->has_body &&
 	    px_bytes_col(r, row, EVENT_PG_NCOLUMNS, &e->body) == -1)
 		oom = 1;

@@ -20,7 +20,7 @@ static const char *const events_cols[] = {
 	"secret_fp", "type", "created_at", "created_at_raw", "object_type",
 	"object_id", "updated_at", "truncated", "sort_at", "attempts",
 	"failures", "next_at", "finished_at", "requeued", "last_error",
-	"last_output", "admitted", "first_error", "failing_since",
+	"last_output", "admitted", "first_error", "failing_since", "source",
 };
 static const char *const objects_cols[] = {
 	"object_type", "object_id", "done_created_at", "done_updated_at",

@@ -26,7 +26,7 @@
 /* schema.sql, linked in by store/schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	4
+#define SCHEMA_VERSION	5
 
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
@@ -69,7 +69,17 @@ static const char migrate_v2[] =
 static const char migrate_v4[] =
     "ALTER TABLE events ADD COLUMN failing_since TEXT";
 
-static int	insert_one(struct inbox *, const struct inbox_delivery *, int *);
+/*
+ * Version 4 to 5: events.source (docs/DESIGN.md "Sources"), the column
+ * as schema.sql declares it.  Rows already there, and those a version-4
+ * receiver still running stores (its INSERT leaves the column out), are
+ * the default source's: before sources, every event was.
+ */
+static const char migrate_v5[] =
+    "ALTER TABLE events ADD COLUMN source TEXT NOT NULL DEFAULT 'default'";
+
+static int	insert_one(struct inbox *, const struct inbox_delivery *, int *,
+		    char [INBOX_SOURCE_MAX + 1]);
 
 int
 inbox_schema_version(void)
@@ -201,7 +211,7 @@ apply_schema(struct inbox *ib, struct buf *err)
 	if (version == 0) {
 		if ((rc = ib_exec(ib, schema_sql)) != SQLITE_OK)
 			goto fail;
-		if ((rc = ib_exec(ib, "PRAGMA user_version = 4")) != SQLITE_OK)
+		if ((rc = ib_exec(ib, "PRAGMA user_version = 5")) != SQLITE_OK)
 			goto fail;
 	} else if (version < SCHEMA_VERSION) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
@@ -211,10 +221,12 @@ apply_schema(struct inbox *ib, struct buf *err)
 		    (rc = migrate_tail(ib, MIGRATE_V3_MARKER,
 		    MIGRATE_V4_MARKER)) != SQLITE_OK))
 			goto fail;
-		if ((rc = ib_exec(ib, migrate_v4)) != SQLITE_OK ||
-		    (rc = ib_exec(ib, strstr(schema_sql, MIGRATE_V4_MARKER))) !=
-		    SQLITE_OK || (rc = ib_exec(ib, "PRAGMA user_version = 4")) !=
-		    SQLITE_OK)
+		if (version <= 3 && ((rc = ib_exec(ib, migrate_v4)) !=
+		    SQLITE_OK || (rc = ib_exec(ib, strstr(schema_sql,
+		    MIGRATE_V4_MARKER))) != SQLITE_OK))
+			goto fail;
+		if ((rc = ib_exec(ib, migrate_v5)) != SQLITE_OK ||
+		    (rc = ib_exec(ib, "PRAGMA user_version = 5")) != SQLITE_OK)
 			goto fail;
 	}
 	if ((rc = ib_exec(ib, "COMMIT")) != SQLITE_OK)
@@ -292,9 +304,9 @@ prepare_hot(struct inbox *ib)
 	return ib_prepare(ib,
 	    "INSERT INTO events (webhook_id, body, received_at, webhook_timestamp,"
 	    " secret_fp, type, created_at, created_at_raw, object_type, object_id,"
-	    " updated_at, truncated, sort_at, next_at, admitted)"
+	    " updated_at, truncated, sort_at, next_at, admitted, source)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-	    " coalesce(?7, ?3), ?3, 0)"
+	    " coalesce(?7, ?3), ?3, 0, ?13)"
 	    " ON CONFLICT (webhook_id) DO NOTHING", &ib->insert);
 }
 
@@ -387,6 +399,7 @@ const struct inbox_engine inbox_sqlite_engine = {
 	.forget = inbox_sqlite_forget,
 	.purge = inbox_sqlite_purge,
 	.status_report = inbox_sqlite_status_report,
+	.count_sources = inbox_sqlite_count_sources,
 	.probe_write = inbox_sqlite_probe_write,
 	.probe_shared = inbox_sqlite_probe_shared,
 	.server_facts = inbox_sqlite_server_facts,
@@ -454,10 +467,13 @@ static enum inbox_status
 store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 {
 	int rc, changed = 0;
+	char other[INBOX_SOURCE_MAX + 1];
 
 	struct stat wal = { 0 };
 	char walpath[PATH_MAX + 8];
 
+	if (!store_source_ok(d, ib->path, err))
+		return INBOX_FAILED;
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	/* Plain CGI: the WAL this commit writes (under the write lock: it
@@ -468,8 +484,15 @@ store_one(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
 	    (size_t)snprintf(walpath, sizeof walpath, "%s-wal", ib->path) <
 	    sizeof walpath && stat(walpath, &wal) == -1)
 		wal.st_ino = 0;
-	if ((rc = insert_one(ib, d, &changed)) != SQLITE_OK ||
-	    (rc = ib_commit(ib)) != SQLITE_OK)
+	if ((rc = insert_one(ib, d, &changed, other)) != SQLITE_OK)
+		return ib_txn_fail(ib, NULL, err, "storing the event", rc);
+	if (changed == -1) {	/* nothing was written */
+		ib_rollback(ib);
+		store_conflict(err, ib->path, d->webhook_id, store_source(d),
+		    other);
+		return INBOX_FAILED;
+	}
+	if ((rc = ib_commit(ib)) != SQLITE_OK)
 		return ib_txn_fail(ib, NULL, err, "storing the event", rc);
 	/* Never a 200 into a file that no longer holds the inbox (replaced,
 	 * deleted, truncated in place): the caller reopens. */
@@ -547,7 +570,7 @@ ib_col_instant(sqlite3_stmt *st, int i, char out[INSTANT_SIZE])
 int
 ib_read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
 {
-	const unsigned char *state;
+	const unsigned char *state, *source;
 	int oom = 0;
 
 	inbox_event_free(e);
@@ -577,6 +600,9 @@ ib_read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body)
 		oom = 1;
 	e->seq = sqlite3_column_int64(st, 20);
 	e->has_body = sqlite3_column_int(st, 21);
+	source = sqlite3_column_text(st, 22);
+	snprintf(e->source, sizeof e->source, "%s", source != NULL ?
+	    (const char *)source : INBOX_DEFAULT_SOURCE);
 	if (with_body && e->has_body) {
 		const void *b = sqlite3_column_blob(st, EVENT_NCOLUMNS);
 		int n = sqlite3_column_bytes(st, EVENT_NCOLUMNS);
@@ -597,10 +623,41 @@ ib_run(struct inbox *ib, sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Bind and run the prepared insert for one delivery, inside the caller's
- * transaction; *changed 0/1. */
+/*
+ * The source of the event stored under id, into other ("" when none):
+ * asked only when an insert found the id there, so the insert of a new
+ * event costs nothing more (docs/DESIGN.md "Sources").
+ */
 static int
-insert_one(struct inbox *ib, const struct inbox_delivery *d, int *changed)
+stored_source(struct inbox *ib, const char *id,
+    char other[INBOX_SOURCE_MAX + 1])
+{
+	sqlite3_stmt *st = NULL;
+	const unsigned char *t;
+	int rc;
+
+	other[0] = '\0';
+	if ((rc = sqlite3_prepare_v2(ib->db, "SELECT source FROM events"
+	    " WHERE webhook_id = ?1", -1, &st, NULL)) == SQLITE_OK &&
+	    (rc = ib_bind_text(st, 1, id)) == SQLITE_OK &&
+	    (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		t = sqlite3_column_text(st, 0);
+		snprintf(other, INBOX_SOURCE_MAX + 1, "%s",
+		    t != NULL ? (const char *)t : "");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Bind and run the prepared insert for one delivery, inside the caller's
+ * transaction; *changed 1 (stored), 0 (a duplicate: there from the same
+ * source) or -1 (there from another source, whose name is put in other;
+ * nothing written).
+ */
+static int
+insert_one(struct inbox *ib, const struct inbox_delivery *d, int *changed,
+    char other[INBOX_SOURCE_MAX + 1])
 {
 	const struct event_fields *f = d->fields;
 	sqlite3_stmt *st = ib->insert;
@@ -621,7 +678,9 @@ insert_one(struct inbox *ib, const struct inbox_delivery *d, int *changed)
 	    (rc = ib_bind_text(st, 9, f->object_type)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 10, f->object_id)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 11, f->updated_at)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 12, f->truncated)) != SQLITE_OK)
+	    (rc = sqlite3_bind_int(st, 12, f->truncated)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 13, store_source(d), -1,
+	    SQLITE_STATIC)) != SQLITE_OK)
 		goto out;
 	rc = sqlite3_step(st);
 	*changed = sqlite3_changes(ib->db);
@@ -629,6 +688,11 @@ insert_one(struct inbox *ib, const struct inbox_delivery *d, int *changed)
 out:
 	sqlite3_clear_bindings(st);
 	sqlite3_reset(st);
+	/* Under the write lock: the row found is the one the insert met. */
+	if (rc == SQLITE_OK && *changed == 0 &&
+	    (rc = stored_source(ib, d->webhook_id, other)) == SQLITE_OK &&
+	    other[0] != '\0' && strcmp(other, store_source(d)) != 0)
+		*changed = -1;
 	return rc;
 }
 
@@ -655,15 +719,30 @@ static enum inbox_status
 store_batch(struct inbox *ib, struct inbox_batch *b, struct buf *err)
 {
 	size_t i;
-	int rc, changed;
+	int rc, changed, conflicts = 0;
+	char other[INBOX_SOURCE_MAX + 1];
 
 	b->stored = 0;
+	for (i = 0; i < b->n; i++)
+		if (!store_source_ok(&b->d[i], ib->path, err))
+			return INBOX_FAILED;
 	if ((rc = ib_begin(ib)) != SQLITE_OK)
 		return ib_fail(ib, err, "begin", rc);
 	for (i = 0; i < b->n; i++) {
-		if ((rc = insert_one(ib, &b->d[i], &changed)) != SQLITE_OK)
+		if ((rc = insert_one(ib, &b->d[i], &changed, other)) != SQLITE_OK)
 			goto fail;
-		b->stored += changed;
+		/* Another source's id: this delivery only is refused
+		 * (inbox_batch.changed), unless the caller cannot be told. */
+		if (changed == -1 && conflicts++ == 0)
+			store_conflict(err, ib->path, b->d[i].webhook_id,
+			    store_source(&b->d[i]), other);
+		if (changed == -1 && b->changed == NULL) {
+			ib_rollback(ib);
+			b->stored = 0;
+			return INBOX_FAILED;
+		}
+		if (changed == 1)
+			b->stored++;
 		if (b->changed != NULL)
 			b->changed[i] = changed;
 	}

@@ -4,6 +4,7 @@
  * and the drainer's notes on its runs and the run lock.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -21,7 +22,8 @@ ib_bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
 	    (rc = ib_bind_text(st, 2, f->state)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 3, f->type_glob)) != SQLITE_OK ||
 	    (rc = ib_bind_text(st, 4, f->object_type)) != SQLITE_OK ||
-	    (rc = ib_bind_text(st, 5, f->object_id)) != SQLITE_OK)
+	    (rc = ib_bind_text(st, 5, f->object_id)) != SQLITE_OK ||
+	    (rc = ib_bind_text(st, 8, f->source)) != SQLITE_OK)
 		return rc;
 	if (f->has_since)
 		rc = ib_bind_instant(st, 6, f->since_ns, since);
@@ -50,7 +52,8 @@ inbox_sqlite_count(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
 	return s;
 }
 
-/* One filtered write in one transaction; *n = rows changed. */
+/* One filtered write in one transaction; *n = rows changed.  now_ns is
+ * bound to ?9 when the statement has it. */
 static enum inbox_status
 filtered_write(struct inbox *ib, const char *sql, const struct inbox_filter *f,
     int64_t now_ns, int64_t *n, const char *what, struct buf *err)
@@ -63,8 +66,8 @@ filtered_write(struct inbox *ib, const char *sql, const struct inbox_filter *f,
 		return ib_fail(ib, err, "begin", rc);
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_filter(st, f, since, until)) != SQLITE_OK ||
-	    (sqlite3_bind_parameter_count(st) >= 8 &&
-	    (rc = ib_bind_instant(st, 8, now_ns, now)) != SQLITE_OK) ||
+	    (sqlite3_bind_parameter_count(st) >= 9 &&
+	    (rc = ib_bind_instant(st, 9, now_ns, now)) != SQLITE_OK) ||
 	    (rc = ib_run(ib, st)) != SQLITE_OK)
 		goto fail;
 	*n = sqlite3_changes(ib->db);
@@ -85,7 +88,7 @@ inbox_sqlite_requeue(struct inbox *ib, const struct inbox_filter *f, int64_t now
 	 * it stays as it is (the caller says how to get it back). */
 	return filtered_write(ib,
 	    "UPDATE events SET state = 'pending', failures = 0, requeued = 1,"
-	    " next_at = ?8, finished_at = NULL, failing_since = NULL"
+	    " next_at = ?9, finished_at = NULL, failing_since = NULL"
 	    FILTER_WHERE
 	    " AND body IS NOT NULL", f, now_ns, n, "requeueing", err);
 }
@@ -261,6 +264,63 @@ inbox_sqlite_status_report(struct inbox *ib, struct inbox_status_report *r,
 	return INBOX_OK;
 fail:
 	return ib_txn_fail(ib, st, err, "status", rc);
+}
+
+/*
+ * Sources and their figures, read whole before fn sees any: a caller
+ * blocked on its output must not pin the snapshot (as inbox_list).  A
+ * source is a config section, so they are few.
+ */
+enum inbox_status
+inbox_sqlite_count_sources(struct inbox *ib,
+    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+    struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct inbox_source_count *v = NULL, *nv;
+	size_t n = 0, cap = 0, i;
+	const unsigned char *name;
+	int rc;
+
+	if ((rc = sqlite3_prepare_v2(ib->db,
+	    "SELECT source, sum(state = 'pending'), sum(state = 'done'),"
+	    " sum(state = 'stale'), sum(state = 'dead'),"
+	    " sum(state = 'pending' AND failures > 0)"
+	    " FROM events GROUP BY source ORDER BY source", -1, &st,
+	    NULL)) != SQLITE_OK)
+		goto fail;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
+				rc = SQLITE_NOMEM;
+				goto fail;
+			}
+			v = nv;
+		}
+		memset(&v[n], 0, sizeof v[n]);
+		name = sqlite3_column_text(st, 0);
+		snprintf(v[n].source, sizeof v[n].source, "%s",
+		    name != NULL ? (const char *)name : "");
+		v[n].pending = sqlite3_column_int64(st, 1);
+		v[n].done = sqlite3_column_int64(st, 2);
+		v[n].stale = sqlite3_column_int64(st, 3);
+		v[n].dead = sqlite3_column_int64(st, 4);
+		v[n].waiting_retry = sqlite3_column_int64(st, 5);
+		n++;
+	}
+	if (rc != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(st);
+	for (i = 0; i < n; i++)
+		if (fn(&v[i], arg) == -1)
+			break;
+	free(v);
+	return INBOX_OK;
+fail:
+	free(v);
+	sqlite3_finalize(st);
+	return ib_fail(ib, err, "counting sources", rc);
 }
 
 enum inbox_status

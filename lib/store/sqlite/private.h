@@ -153,6 +153,9 @@ enum inbox_status inbox_sqlite_purge(struct inbox *ib, int64_t now_ns,
 	    struct buf *err);
 enum inbox_status inbox_sqlite_status_report(struct inbox *ib,
 	    struct inbox_status_report *r, struct buf *err);
+enum inbox_status inbox_sqlite_count_sources(struct inbox *ib,
+	    int (*fn)(const struct inbox_source_count *, void *), void *arg,
+	    struct buf *err);
 enum inbox_status inbox_sqlite_probe_write(struct inbox *ib, struct buf *err);
 enum inbox_status inbox_sqlite_probe_shared(struct inbox *ib,
 	    struct buf *what, struct buf *err);
@@ -248,12 +251,12 @@ struct inbox {
 	"webhook_id, state, received_at, webhook_timestamp, secret_fp, type," \
 	" created_at, created_at_raw, object_type, object_id, updated_at," \
 	" truncated, sort_at, attempts, failures, next_at, finished_at," \
-	" requeued, last_error, last_output, rowid, body IS NOT NULL"
-#define EVENT_NCOLUMNS	22
+	" requeued, last_error, last_output, rowid, body IS NOT NULL, source"
+#define EVENT_NCOLUMNS	23
 
 /* The operator filter (inbox_filter) as one fixed WHERE clause with
- * optional parameters ?1 … ?7, bound by ib_bind_filter, so no SQL is ever
- * assembled from input. */
+ * optional parameters ?1 … ?8, bound by ib_bind_filter, so no SQL is ever
+ * assembled from input.  Statements number their own parameters from ?9. */
 #define FILTER_WHERE \
 	" WHERE (?1 IS NULL OR webhook_id = ?1)" \
 	" AND (?2 IS NULL OR state = ?2 OR (?2 = 'retrying'" \
@@ -262,7 +265,8 @@ struct inbox {
 	" AND (?4 IS NULL OR object_type = ?4)" \
 	" AND (?5 IS NULL OR object_id = ?5)" \
 	" AND (?6 IS NULL OR received_at >= ?6)" \
-	" AND (?7 IS NULL OR received_at < ?7)"
+	" AND (?7 IS NULL OR received_at < ?7)" \
+	" AND (?8 IS NULL OR source = ?8)"
 
 /* lib/store/sqlite/engine.c: errors and transactions. */
 /* Put "path: what: SQLite's message" in err; INBOX_BUSY for a busy or
@@ -295,7 +299,7 @@ void	 ib_col_instant(sqlite3_stmt *st, int i, char out[INSTANT_SIZE]);
  * when with_body).  Returns 0, or -1 when out of memory. */
 int	ib_read_event(sqlite3_stmt *st, struct inbox_event *e, int with_body);
 
-/* lib/store/sqlite/ops.c: bind an inbox_filter to FILTER_WHERE's ?1 … ?7. */
+/* lib/store/sqlite/ops.c: bind an inbox_filter to FILTER_WHERE's ?1 … ?8. */
 int	ib_bind_filter(sqlite3_stmt *st, const struct inbox_filter *f,
 	    char since[INSTANT_SIZE], char until[INSTANT_SIZE]);
 

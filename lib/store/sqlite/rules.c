@@ -476,11 +476,11 @@ list_page(struct inbox *ib, const struct inbox_filter *f, int with_body,
     int *n)
 {
 	static const char sql[] =
-	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?9 THEN body END,"
+	    "SELECT " EVENT_COLUMNS ", CASE WHEN ?10 THEN body END,"
 	    " EXISTS (SELECT 1 FROM inbox_held WHERE rid = e.rowid)"
 	    " FROM events e" FILTER_WHERE
-	    " AND (?10 < 0 OR (sort_at, received_at, rowid) > (?11, ?12, ?10))"
-	    " ORDER BY sort_at, received_at, rowid LIMIT ?8";
+	    " AND (?11 < 0 OR (sort_at, received_at, rowid) > (?12, ?13, ?11))"
+	    " ORDER BY sort_at, received_at, rowid LIMIT ?9";
 	sqlite3_stmt *st = NULL;
 	char since[INSTANT_SIZE], until[INSTANT_SIZE];
 	int rc;
@@ -488,12 +488,12 @@ list_page(struct inbox *ib, const struct inbox_filter *f, int with_body,
 	*n = 0;
 	if ((rc = sqlite3_prepare_v2(ib->db, sql, -1, &st, NULL)) != SQLITE_OK ||
 	    (rc = ib_bind_filter(st, f, since, until)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 8, max)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int(st, 9, with_body)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_int64(st, 10, after->seq)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_text(st, 11, after->sort_at, -1,
+	    (rc = sqlite3_bind_int64(st, 9, max)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int(st, 10, with_body)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_int64(st, 11, after->seq)) != SQLITE_OK ||
+	    (rc = sqlite3_bind_text(st, 12, after->sort_at, -1,
 	    SQLITE_STATIC)) != SQLITE_OK ||
-	    (rc = sqlite3_bind_text(st, 12, after->received_at, -1,
+	    (rc = sqlite3_bind_text(st, 13, after->received_at, -1,
 	    SQLITE_STATIC)) != SQLITE_OK)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
