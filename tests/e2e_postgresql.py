@@ -556,7 +556,7 @@ class TestCheck(PgBase):
         self.assertNotIn("sekrit", out + err)
         self.assertRegex(out, r"ok   database: postgresql \(.*\) reachable as "
                          r"role webhook: PostgreSQL 15")
-        self.assertIn("schema version 4 (this program's: 4)", out)
+        self.assertIn("schema version 5 (this program's: 5)", out)
         self.assertIn("ok   synchronous_commit: on", out)
         self.assertIn("may read and write every table", out)
         # A role that may only read: named as a failure, with the GRANT.

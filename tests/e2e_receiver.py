@@ -66,14 +66,14 @@ class TestAccept(ReceiverBase):
         self.assertEqual(r["secret_fp"], fingerprint(SECRET_A))
         if harness.PG:
             self.assertEqual(self.sb.rows("SELECT value FROM meta WHERE key ="
-                                          " 'schema_version'"), [{"value": "4"}])
+                                          " 'schema_version'"), [{"value": "5"}])
             # Not yet counted as received in history by a drainer.
             self.assertEqual(self.sb.rows("SELECT admitted FROM events"),
                              [{"admitted": 0}])
             return
         con = sqlite3.connect(self.sb.db)
         self.assertEqual(con.execute("PRAGMA journal_mode").fetchone()[0], "wal")
-        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 4)
+        self.assertEqual(con.execute("PRAGMA user_version").fetchone()[0], 5)
         # Stored outside the per-object hold index until a drainer admits
         # it (schema.sql, version 2).
         self.assertEqual(con.execute("SELECT admitted FROM events").fetchall(), [(0,)])
