@@ -198,6 +198,42 @@ START_TEST(store_and_duplicate_writes)
 }
 END_TEST
 
+/* An id stored from another source: refused, and nothing written, not
+ * even to `seen` (no 200 follows, so no commit needs to wait). */
+START_TEST(another_sources_id_writes_nothing)
+{
+	struct event_fields f = { 0 };
+	struct inbox_delivery d = { .webhook_id = "stripe/evt_1",
+	    .source = "stripe", .body = "{}", .body_len = 2, .fields = &f };
+	char got[128];
+
+	OK(inbox_store(ib, &d, &err));
+	d.source = NULL;
+	ck_assert_int_eq(inbox_store(ib, &d, &err), INBOX_FAILED);
+	ck_assert_ptr_nonnull(strstr(ERR, "already stored from source stripe"));
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM seen"), 0);
+	/* In a batch, whose transaction commits the others. */
+	{
+		struct inbox_delivery two[2] = { d, d };
+		int changed[2];
+		struct inbox_batch b = { .d = two, .n = 2, .changed = changed };
+
+		two[1].webhook_id = "new";
+		OK(inbox_store_batch(ib, &b, &err));
+		ck_assert_int_eq(changed[0], -1);
+		ck_assert_int_eq(changed[1], 1);
+	}
+	ck_assert_int_eq(sql_int("SELECT count(*) FROM seen"), 0);
+	ck_assert_str_eq(sql("SELECT string_agg(webhook_id || '=' || source,"
+	    " ',' ORDER BY webhook_id) FROM events", got, sizeof got),
+	    "new=default,stripe/evt_1=stripe");
+	/* The same source again: a duplicate, which writes `seen`. */
+	d.source = "stripe";
+	ck_assert_int_eq(inbox_store(ib, &d, &err), INBOX_DUPLICATE);
+	ck_assert_int_eq(sql_int("SELECT duplicates FROM seen"), 1);
+}
+END_TEST
+
 START_TEST(keys_that_are_not_utf8_never_stand_in_for_another)
 {
 	/* "a\xff" (a byte) would once be stored as the text a\xff, which
@@ -931,6 +967,7 @@ inbox_pg_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, store_and_duplicate_writes);
+	tcase_add_test(tc, another_sources_id_writes_nothing);
 	tcase_add_test(tc, schema_changed_under_a_connection_is_seen);
 	tcase_add_test(tc, keys_that_are_not_utf8_never_stand_in_for_another);
 	tcase_add_test(tc, every_verdict_releases_its_lease);
