@@ -112,7 +112,8 @@ usage(void)
 	    "                               copy this inbox into another, repeatable\n"
 	    "                               (docs/moving.md: moving a live inbox)\n"
 	    "FILTERS: --state S (pending, retrying, done, stale, dead) --failing\n"
-	    "  (= --state retrying) --type GLOB --object TYPE[:ID] --since T --until T\n"
+	    "  (= --state retrying) --type GLOB --object TYPE[:ID] --source NAME\n"
+	    "  --since T --until T\n"
 	    "  (T: an ISO-8601 instant, or a duration back from now such as 2h)\n"
 	    "config: -c FILE, else $WEBHOOK_CONF, else webhook.conf beside this program\n");
 }
@@ -259,7 +260,8 @@ struct opts {
 	int			 nargs;
 };
 
-/* One filter option (--state, --type, --object, --since, --until) into
+/* One filter option (--state, --type, --object, --source, --since,
+ * --until) into
  * o->filter.  0, or -1 when its value is wrong (said). */
 static int
 parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
@@ -287,6 +289,9 @@ parse_filter(int ch, const char *arg, int64_t now, struct opts *o)
 		break;
 	case OPT_TYPE:
 		o->filter.type_glob = arg;
+		break;
+	case OPT_SOURCE:	/* a filter, and send's source to sign as */
+		o->filter.source = o->source = arg;
 		break;
 	case OPT_OBJECT:
 		free(o->object_buf);
@@ -385,9 +390,6 @@ parse_option(int ch, const char *arg, struct opts *o)
 	case OPT_DRY_RUN:
 		o->dry_run = 1;
 		return 0;
-	case OPT_SOURCE:
-		o->source = arg;
-		return 0;
 	case OPT_MAX_TIME:
 	case OPT_MAX_PENDING_AGE:
 	case OPT_MAX_IDLE:
@@ -430,7 +432,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 		if (ch == OPT_STATE || ch == OPT_FAILING || ch == OPT_TYPE ||
-		    ch == OPT_OBJECT ||
+		    ch == OPT_OBJECT || ch == OPT_SOURCE ||
 		    ch == OPT_SINCE || ch == OPT_UNTIL)
 			rc = parse_filter(ch, optarg, now, o);
 		else
@@ -652,6 +654,7 @@ static int
 cmd_status(const struct config *c, struct opts *o)
 {
 	struct inbox_status_report r;
+	struct status_sources ss;
 	struct status_attention at;
 	struct inbox *ib;
 	struct buf err;
@@ -662,8 +665,11 @@ cmd_status(const struct config *c, struct opts *o)
 	if (!inbox_exists(c) || (ib = open_inbox(c)) == NULL)
 		return EXIT_FAILED;
 	buf_init(&err, BUF_ERR_MAX);
-	if ((s = inbox_status_report(ib, &r, &err)) != INBOX_OK)
+	if ((s = inbox_status_report(ib, &r, &err)) != INBOX_OK ||
+	    (!o->json && status_sources_read(ib, &ss, &err) == -1)) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
+		s = INBOX_FAILED;
+	}
 	buf_free(&err);
 	inbox_close(ib);
 	if (s != INBOX_OK)
@@ -675,7 +681,7 @@ cmd_status(const struct config *c, struct opts *o)
 	if (o->json)
 		present_json(status_json_more(c, status_json(&r, &at), &r, &at));
 	else
-		status_print(stdout, &r, &at, now);
+		status_print(stdout, &r, &ss, &at, now);
 	return at.n > 0 ? EXIT_FAILED : 0;
 }
 
@@ -791,7 +797,7 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		o->yes = 1;	/* one named event: act */
 	} else if (o->nargs != 0 || o->nfilters == 0) {
 		fprintf(stderr, "webhook-drain: %s takes one ID, or filters "
-		    "(--state, --type, --object, --since, --until)\n", verb);
+		    "(--state, --type, --object, --source, --since, --until)\n", verb);
 		return EXIT_USAGE;
 	}
 	if (requeue && o->filter.state == NULL && o->filter.webhook_id == NULL) {

@@ -293,11 +293,59 @@ START_TEST(storm_normal)
 }
 END_TEST
 
+/* An id already another source's (docs/DESIGN.md "Sources"): that
+ * delivery fails, nothing written; a batch answers it alone. */
+START_TEST(other_sources_id_fails_alone)
+{
+	struct inbox_options o = { 10000, INBOX_SYNC_FULL, 1, 0, 0, 0, 0 };
+	struct committer *cm = NULL;
+	struct event_fields f;
+	struct inbox_delivery d;
+	struct buf err;
+	char path[256], text[64];
+
+	snprintf(path, sizeof path, "%s/sources.db", dir);
+	buf_init(&err, 256);
+	memset(&f, 0, sizeof f);
+	ck_assert_msg(committer_open(path, &o, &cm, &err) == INBOX_OK, "%s",
+	    err.data);
+	memset(&d, 0, sizeof d);
+	d.webhook_id = "gh/d-1";
+	d.webhook_timestamp = 1772366400;
+	d.secret_fp = "fp";
+	d.body = "{}";
+	d.body_len = 2;
+	d.fields = &f;
+	ck_assert_int_eq(committer_store(cm, &d, &err), INBOX_OK);
+	d.source = "gh";
+	d.body = "{\"x\":1}";
+	d.body_len = 7;
+	ck_assert_int_eq(committer_store(cm, &d, &err), INBOX_FAILED);
+	ck_assert_msg(strstr(err.data, "another source") != NULL, "%s",
+	    err.data);
+	/* The same source again is a duplicate as ever, and the committer
+	 * still stores. */
+	d.source = NULL;
+	ck_assert_int_eq(committer_store(cm, &d, &err), INBOX_DUPLICATE);
+	d.webhook_id = "gh/d-2";
+	d.source = "gh";
+	ck_assert_int_eq(committer_store(cm, &d, &err), INBOX_OK);
+	committer_close(cm);
+	ck_assert_str_eq(query_text(path, "SELECT group_concat(webhook_id || "
+	    "'=' || source || ':' || body, ' ') FROM (SELECT * FROM events "
+	    "ORDER BY webhook_id)", text, sizeof text),
+	    "gh/d-1=default:{} gh/d-2=gh:{\"x\":1}");
+	buf_free(&err);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
 	Suite *s = suite_create("committer");
 	TCase *tc = tcase_create("storm");
+
+	tcase_add_test(tc, other_sources_id_fails_alone);
 	TCase *race = tcase_create("race");
 
 	tcase_set_timeout(tc, 120);

@@ -595,6 +595,7 @@ START_TEST(source_stored_under_its_name)
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "stored\n"));
 	ck_assert_str_eq(column(x.db, "type", "gh/d-1"), "issues");
+	ck_assert_str_eq(column(x.db, "source", "gh/d-1"), "gh");
 	fx_free(&x);
 	/* A redelivery, and the URL with a trailing '/'. */
 	fx_init(&x, "src", SOURCES);
@@ -606,6 +607,7 @@ START_TEST(source_stored_under_its_name)
 	post(&x, "d-1", BODY, strlen(BODY));
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "stored\n"));
+	ck_assert_str_eq(column(x.db, "source", "d-1"), "default");
 	ck_assert_int_eq(rows(x.db), 2);
 	fx_free(&x);
 }

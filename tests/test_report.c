@@ -36,7 +36,8 @@ static char tmpdir[] = "/tmp/webhook-test-report-XXXXXX";
 #define EVIL_ERROR	"exit 3: <img src=x onerror=alert(2)>"
 
 static void
-deliver(struct inbox *ib, const char *id, const char *oid)
+deliver_from(struct inbox *ib, const char *id, const char *oid,
+    const char *source)
 {
 	struct event_fields f;
 	struct inbox_delivery d;
@@ -55,9 +56,16 @@ deliver(struct inbox *ib, const char *id, const char *oid)
 	d.body = json;
 	d.body_len = strlen(json);
 	d.fields = &f;
+	d.source = source;
 	ck_assert_int_eq(inbox_store(ib, &d, &err), INBOX_OK);
 	event_fields_free(&f);
 	buf_free(&err);
+}
+
+static void
+deliver(struct inbox *ib, const char *id, const char *oid)
+{
+	deliver_from(ib, id, oid, NULL);
 }
 
 /* Claim the next due event, which must be `id`. */
@@ -550,6 +558,63 @@ START_TEST(write_file_replaces_only_when_whole)
 }
 END_TEST
 
+/* Events by source (docs/DESIGN.md "Sources"): a table on the page with
+ * each source's list command, a gauge per source and state, a "sources"
+ * array in status --json; an inbox of the default source alone shows no
+ * table, as before sources. */
+START_TEST(sources_on_page_metrics_and_json)
+{
+	struct report *r;
+	struct inbox *ib;
+	struct config c;
+	struct buf err;
+	char dir[PATH_MAX], *out;
+	cJSON *j, *arr;
+
+	check_config(tmpdir, "settle = 0\n", &c, dir);
+	buf_init(&err, 4096);
+	ck_assert_ptr_nonnull(r = malloc(sizeof *r));
+	ck_assert_ptr_nonnull(ib = drain_inbox_open(&c, &err));
+	deliver(ib, "d1", "1");
+	ck_assert_int_eq(report_collect(ib, c.database, util_now_ns(), 900,
+	    NULL, r, &err), 0);
+	out = render(report_html, r);
+	ck_assert(!contains(out, "id=\"sources\""));
+	free(out);
+	deliver(ib, "d2", "2");
+	deliver_from(ib, "stripe/evt_1", "9", "stripe");
+	ck_assert_int_eq(report_collect(ib, c.database, util_now_ns(), 900,
+	    NULL, r, &err), 0);
+	inbox_close(ib);
+	out = render(report_html, r);
+	ck_assert(contains(out, "<table id=\"sources\">"));
+	ck_assert(contains(out, "<tr><td>stripe</td><td class=\"n\">1</td>"));
+	ck_assert(contains(out, "<tr><td>default</td><td class=\"n\">2</td>"));
+	ck_assert(contains(out, "webhook-drain list --source &#39;stripe&#39;\n"));
+	free(out);
+	out = render(report_prom, r);
+	ck_assert(sample(out, "webhook_source_events{source=\"stripe\","
+	    "state=\"pending\"}") == 1);
+	ck_assert(sample(out, "webhook_source_events{source=\"default\","
+	    "state=\"pending\"}") == 2);
+	ck_assert(sample(out, "webhook_source_events{source=\"default\","
+	    "state=\"dead\"}") == 0);
+	free(out);
+	ck_assert_ptr_nonnull(j = cJSON_CreateObject());
+	report_status_json(j, r, &(struct status_attention){ 0 });
+	arr = cJSON_GetObjectItem(j, "sources");
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 2);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1),
+	    "source")->valuestring, "stripe");
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0),
+	    "pending")->valueint, 2);
+	cJSON_Delete(j);
+	free(r);
+	buf_free(&err);
+	config_free(&c);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -558,6 +623,7 @@ suite(void)
 
 	tcase_add_test(tc, collect_gathers_the_queue_history_and_runs);
 	tcase_add_test(tc, an_empty_inbox_has_no_last_success);
+	tcase_add_test(tc, sources_on_page_metrics_and_json);
 	tcase_add_test(tc, html_shows_the_numbers_and_escapes_the_inbox);
 	tcase_add_test(tc, prom_counts_and_gauges);
 	tcase_add_test(tc, status_json_adds_its_fields);

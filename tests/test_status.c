@@ -44,7 +44,7 @@ START_TEST(healthy_needs_nothing)
 	attention(&r, &a);
 	ck_assert_int_eq(a.n, 0);
 	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
-	status_print(f, &r, &a, NOW);
+	status_print(f, &r, NULL, &a, NOW);
 	fclose(f);
 	ck_assert_str_eq(out, "pending  0\ndone     5\nstale    0\ndead     0\n"
 	    "oldest pending: none\nlast run: started 2026-03-01T11:59:00Z "
@@ -202,6 +202,44 @@ START_TEST(failing_is_seen_within_one_run)
 }
 END_TEST
 
+/* The counts by source, printed only once an event came through a
+ * [source NAME] (docs/DESIGN.md "Sources"). */
+START_TEST(sources_printed_when_named)
+{
+	struct inbox_status_report r;
+	struct status_attention a;
+	struct status_sources ss;
+	char *out = NULL;
+	size_t len;
+	FILE *f;
+
+	healthy(&r);
+	attention(&r, &a);
+	memset(&ss, 0, sizeof ss);
+	ss.n = 1;
+	snprintf(ss.s[0].source, sizeof ss.s[0].source, "default");
+	ss.s[0].done = 5;
+	ck_assert(!status_sources_named(&ss));
+	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
+	status_print(f, &r, &ss, &a, NOW);
+	fclose(f);
+	ck_assert(!contains(out, "by source"));
+	free(out);
+	ss.n = 2;
+	snprintf(ss.s[1].source, sizeof ss.s[1].source, "stripe");
+	ss.s[1].pending = 3;
+	ss.s[1].waiting_retry = 1;
+	ck_assert(status_sources_named(&ss));
+	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
+	status_print(f, &r, &ss, &a, NOW);
+	fclose(f);
+	ck_assert_msg(contains(out, "by source:\n  default          pending 0, "
+	    "done 5, stale 0, dead 0\n  stripe           pending 3 (1 retrying), "
+	    "done 0, stale 0, dead 0\nok\n"), "%s", out);
+	free(out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -209,6 +247,7 @@ suite(void)
 	TCase *tc = tcase_create("status");
 
 	tcase_add_test(tc, healthy_needs_nothing);
+	tcase_add_test(tc, sources_printed_when_named);
 	tcase_add_test(tc, each_rule_at_its_limit);
 	tcase_add_test(tc, times_from_the_future);
 	tcase_add_test(tc, json_has_nulls_and_attention);

@@ -70,9 +70,58 @@ status_attention(const struct inbox_status_report *r, int64_t now_ns,
 #undef SAY
 }
 
+static int
+source_row(const struct inbox_source_count *c, void *arg)
+{
+	struct status_sources *ss = arg;
+
+	if (ss->n == STATUS_SOURCES_MAX)
+		ss->more++;
+	else
+		ss->s[ss->n++] = *c;
+	return 0;
+}
+
+int
+status_sources_read(struct inbox *ib, struct status_sources *ss,
+    struct buf *err)
+{
+	memset(ss, 0, sizeof *ss);
+	return inbox_count_sources(ib, source_row, ss, err) == INBOX_OK ? 0 : -1;
+}
+
+int
+status_sources_named(const struct status_sources *ss)
+{
+	return ss->more > 0 || ss->n > 1 || (ss->n == 1 &&
+	    strcmp(ss->s[0].source, INBOX_DEFAULT_SOURCE) != 0);
+}
+
+void
+status_json_sources(cJSON *o, const struct status_sources *ss)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "sources"), *x;
+	int i;
+
+	for (i = 0; arr != NULL && i < ss->n; i++) {
+		if ((x = cJSON_CreateObject()) == NULL)
+			return;
+		cJSON_AddItemToObject(x, "source",
+		    status_json_text(ss->s[i].source));
+		cJSON_AddNumberToObject(x, "pending", (double)ss->s[i].pending);
+		cJSON_AddNumberToObject(x, "waiting_retry",
+		    (double)ss->s[i].waiting_retry);
+		cJSON_AddNumberToObject(x, "done", (double)ss->s[i].done);
+		cJSON_AddNumberToObject(x, "stale", (double)ss->s[i].stale);
+		cJSON_AddNumberToObject(x, "dead", (double)ss->s[i].dead);
+		cJSON_AddItemToArray(arr, x);
+	}
+}
+
 void
 status_print(FILE *f, const struct inbox_status_report *r,
-    const struct status_attention *a, int64_t now_ns)
+    const struct status_sources *ss, const struct status_attention *a,
+    int64_t now_ns)
 {
 	char ago[PRESENT_TIME_SIZE], at[PRESENT_TIME_SIZE];
 	int i;
@@ -94,6 +143,24 @@ status_print(FILE *f, const struct inbox_status_report *r,
 		    r->last_run_outcome[0] ? r->last_run_outcome : "?");
 	else
 		fprintf(f, "last run: never\n");
+	if (ss != NULL && status_sources_named(ss)) {
+		fprintf(f, "by source:\n");
+		for (i = 0; i < ss->n; i++) {
+			char *name = utf8_fix(ss->s[i].source);
+
+			fprintf(f, "  %-16s pending %lld", name ? name : "?",
+			    (long long)ss->s[i].pending);
+			if (ss->s[i].waiting_retry)
+				fprintf(f, " (%lld retrying)",
+				    (long long)ss->s[i].waiting_retry);
+			fprintf(f, ", done %lld, stale %lld, dead %lld\n",
+			    (long long)ss->s[i].done, (long long)ss->s[i].stale,
+			    (long long)ss->s[i].dead);
+			free(name);
+		}
+		if (ss->more)
+			fprintf(f, "  and %d more sources\n", ss->more);
+	}
 	for (i = 0; i < a->n; i++)
 		fprintf(f, "attention: %s\n", a->line[i]);
 	if (a->n == 0)

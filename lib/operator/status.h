@@ -29,6 +29,27 @@ struct status_attention {
 	char	line[STATUS_ATTENTION_MAX][STATUS_LINE_SIZE];
 };
 
+/* Sources kept (docs/DESIGN.md "Sources"): a config names at most 17
+ * (default and 16 sections); rows of sources since removed from it
+ * count too.  More are counted in `more`, not shown. */
+#define STATUS_SOURCES_MAX	32
+
+/* Events by source and state (inbox_count_sources), in name order. */
+struct status_sources {
+	struct inbox_source_count s[STATUS_SOURCES_MAX];
+	int	n;
+	int	more;
+};
+
+/* Read them: 0, or -1 with the inbox's reason in err. */
+int	status_sources_read(struct inbox *ib, struct status_sources *ss,
+	    struct buf *err) __attribute__((warn_unused_result));
+
+/* Did any event come through a [source NAME]?  (Else the per-source
+ * views say nothing: an inbox of the default source alone looks as it
+ * did before sources.) */
+int	status_sources_named(const struct status_sources *ss);
+
 /*
  * The lines that need a human, in this order: dead events; the oldest
  * pending event received more than max_pending_age_s ago; runs that found
@@ -67,10 +88,12 @@ void	status_failing(const struct inbox_status_report *r, int64_t now_ns,
  */
 int	status_run_failed(const char *result, int64_t done);
 
-/* The report for a person: counts, oldest pending, last run, then each
+/* The report for a person: counts, oldest pending, last run, the counts
+ * by source (when ss is not NULL and status_sources_named), then each
  * attention line, or "ok" when there is none. */
 void	status_print(FILE *f, const struct inbox_status_report *r,
-	    const struct status_attention *a, int64_t now_ns);
+	    const struct status_sources *ss, const struct status_attention *a,
+	    int64_t now_ns);
 
 /* Text from the inbox as a JSON string, valid UTF-8 (common/utf8.h: U+FFFD
  * for a stray byte; JSON must be UTF-8); NULL when out of memory. */
@@ -81,5 +104,10 @@ cJSON	*status_json_text(const char *s);
  * object (cJSON_Delete it), or NULL when out of memory. */
 cJSON	*status_json(const struct inbox_status_report *r,
 	    const struct status_attention *a);
+
+/* "sources" into o: one object per source {"source", "pending",
+ * "waiting_retry", "done", "stale", "dead"}, always (the default source
+ * included), so a monitor can rely on the key. */
+void	status_json_sources(cJSON *o, const struct status_sources *ss);
 
 #endif

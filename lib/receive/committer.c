@@ -167,6 +167,14 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 				(void)buf_printf(p->err, "%s", batch->err->data ?
 				    batch->err->data : "");
 			}
+		} else if (changed[i] == -1) {
+			/* Its id is another source's (store/inbox.h): this
+			 * delivery alone failed, the others stand. */
+			p->status = INBOX_FAILED;
+			buf_reset(p->err);
+			(void)buf_printf(p->err, "webhook-id is already stored "
+			    "from another source: nothing written "
+			    "(docs/DESIGN.md \"Sources\")");
 		} else {
 			p->status = changed[i] ? INBOX_OK : INBOX_DUPLICATE;
 		}

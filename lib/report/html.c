@@ -574,6 +574,38 @@ table_types(FILE *f, const struct report *r)
 	fputs("</pre>\n", f);
 }
 
+/* Events by source (docs/DESIGN.md "Sources"), now: only when one came
+ * through a [source NAME]; each with its list command. */
+static void
+table_sources(FILE *f, const struct report *r)
+{
+	const struct status_sources *ss = &r->sources;
+	int i;
+
+	if (!status_sources_named(ss))
+		return;
+	fputs("<h2>Sources</h2><div class=\"wrap\"><table id=\"sources\">"
+	    "<tr><th>source</th><th>pending</th><th>retrying</th><th>done</th>"
+	    "<th>stale</th><th>dead</th></tr>\n", f);
+	for (i = 0; i < ss->n; i++) {
+		const struct inbox_source_count *c = &ss->s[i];
+
+		fputs("<tr><td>", f);
+		esc(f, c->source);
+		fprintf(f, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
+		    PRId64 "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
+		    PRId64 "</td><td class=\"n\">%" PRId64 "</td></tr>\n",
+		    c->pending, c->waiting_retry, c->done, c->stale, c->dead);
+	}
+	fputs("</table></div><pre>", f);
+	for (i = 0; i < ss->n; i++) {
+		fputs("webhook-drain list --source ", f);
+		shell_word(f, ss->s[i].source);
+		fputs("\n", f);
+	}
+	fputs("</pre>\n", f);
+}
+
 void
 report_html(FILE *f, const struct report *r)
 {
@@ -591,6 +623,7 @@ report_html(FILE *f, const struct report *r)
 	latency_charts(f, r->days, REPORT_DAYS_N, day0, 1, "30d");
 	chart(f, &(struct chart){ "runs-30d", "Drain runs per day (30 d)", NULL,
 	    1, REPORT_DAYS_N, 1, { "runs" }, { 2 }, { r->runs_per_day }, day0, 0 });
+	table_sources(f, r);
 	table_failures(f, r);
 	table_blocked(f, r);
 	table_dead(f, r);

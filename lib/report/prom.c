@@ -112,6 +112,23 @@ report_prom(FILE *f, const struct report *r)
 	    "webhook_queue_events{state=\"dead\"} %" PRId64 "\n",
 	    r->q.ready, r->st.waiting_retry, r->st.blocked, r->st.pending,
 	    r->st.dead);
+	/* One label per source: a config names at most 17 (bounded,
+	 * unlike events or objects). */
+	meta(f, "webhook_source_events", "gauge", "Events in the inbox by "
+	    "source and state.");
+	for (i = 0; i < r->sources.n; i++) {
+		const struct inbox_source_count *c = &r->sources.s[i];
+		const char *st[5] = { "pending", "waiting_retry", "done",
+		    "stale", "dead" };
+		const int64_t v[5] = { c->pending, c->waiting_retry, c->done,
+		    c->stale, c->dead };
+
+		for (int k = 0; k < 5; k++) {
+			fputs("webhook_source_events{source=\"", f);
+			label_value(f, c->source);
+			fprintf(f, "\",state=\"%s\"} %" PRId64 "\n", st[k], v[k]);
+		}
+	}
 	gauge(f, "webhook_blocked_objects", "Objects whose events wait behind "
 	    "an earlier one.", (double)r->q.blocked_objects);
 	gauge(f, "webhook_oldest_ready_age_seconds", "Age of the oldest event "
@@ -178,6 +195,7 @@ report_status_json(cJSON *o, const struct report *r,
 		cJSON_AddItemToObject(w, "1h", window_json(&r->win[RW_1H]));
 		cJSON_AddItemToObject(w, "24h", window_json(&r->win[RW_24H]));
 	}
+	status_json_sources(o, &r->sources);
 	cJSON_AddNumberToObject(o, "db_bytes", (double)r->db_bytes);
 	cJSON_AddNumberToObject(o, "wal_bytes", (double)r->wal_bytes);
 	if ((h = cJSON_AddObjectToObject(o, "health")) != NULL) {

@@ -233,7 +233,8 @@ report_collect(struct inbox *ib, const char *database, int64_t now_ns,
 	    inbox_history_read(ib, INT64_MIN, history_row, r, err) != INBOX_OK ||
 	    inbox_runs_read(ib, INT64_MIN, run_row, r, err) != INBOX_OK ||
 	    inbox_blocked_list(ib, REPORT_ROWS_MAX, blocked_row, r, err) != INBOX_OK ||
-	    inbox_dead_latest(ib, REPORT_ROWS_MAX, dead_row, r, err) != INBOX_OK)
+	    inbox_dead_latest(ib, REPORT_ROWS_MAX, dead_row, r, err) != INBOX_OK ||
+	    status_sources_read(ib, &r->sources, err) == -1)
 		return -1;
 	return 0;
 }

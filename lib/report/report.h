@@ -76,6 +76,7 @@ struct report {
 	int64_t			 now_ns;
 	char			 database[PATH_MAX];
 	struct inbox_status_report st;
+	struct status_sources	 sources;	/* events by source, now */
 	struct inbox_queue	 q;
 	int64_t			 db_bytes, wal_bytes;
 	int64_t			 fine0_s, day0_s;	/* first bucket starts */
