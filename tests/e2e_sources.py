@@ -740,5 +740,121 @@ class TestStripeOrder(DrainBase):
         self.assertNotIn(third, p.stdout)
 
 
+# ---- through nginx and Apache: the /NAME part of the URL ----------------
+
+WEB_HEADING = "## Web server: the /NAME part of the URL"
+
+
+def docs_block(lang):
+    """The ```LANG block under WEB_HEADING in docs/providers.md."""
+    with open(PROVIDERS_MD, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split(WEB_HEADING + "\n", 1)[1].split("\n## ", 1)[0]
+    m = re.search(r"```%s\n(.*?)```" % lang, section, re.S)
+    return m.group(1)
+
+
+class WebServerCase:
+    """A real web server as root dropping to the web user
+    (tests/e2e_servers.py's Home, users and servers), the config of every
+    source; one GitHub delivery at BASE/github is stored and BASE/nosuch
+    is the receiver's 404."""
+    base = "/webhook"
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root, as tests/e2e_servers.py")
+        import e2e_servers
+        e2e_servers.setUpModule()       # its users and group
+        cls.es = e2e_servers
+
+    def setUp(self):
+        self.home = self.es.Home()
+        self.servers = []
+        try:
+            self.start()
+            BY_NAME["twilio"].url = "http://127.0.0.1:%d%s/twilio" % (
+                self.port, self.base)
+            write_text(self.home.conf, config_text(self.home.db))
+            os.chown(self.home.conf, self.es.uid(self.es.CRON_USER),
+                     self.es.gid())
+            os.chmod(self.home.conf, 0o640)
+        except Exception:
+            self.tearDown()
+            raise
+
+    def tearDown(self):
+        for s in reversed(self.servers):
+            s.stop()
+        self.servers = []
+        self.home.cleanup()
+
+    def diag(self):
+        return "\n".join(s.logs() for s in self.servers)
+
+    def test_name_reaches_its_source_unknown_is_404(self):
+        p = BY_NAME["github"]
+        body, ctx, want = p.event("web_" + type(self).__name__, 0)
+        h = {"Content-Type": p.content_type}
+        h.update(p.headers(body, 0, p.secret, ctx))
+        st, text = self.es.post(self.port, self.base + "/github", h, body)
+        self.assertEqual((st, text), (200, b"stored\n"), self.diag())
+        rows = self.home.sb.rows("SELECT * FROM events WHERE webhook_id = ?",
+                                 (want["id"],))
+        self.assertEqual([bytes(r["body"]) for r in rows], [body])
+        st, text = self.es.post(self.port, self.base + "/nosuch", h, body)
+        self.assertEqual((st, text), (404, b"no such source\n"), self.diag())
+        # The bare URL is still the default source.
+        mid = "msg_web_default"
+        body = event_body(mid)
+        ts = int(time.time())
+        st, text = self.es.post(self.port, self.base, {
+            "webhook-id": mid, "webhook-timestamp": str(ts),
+            "webhook-signature": sign(SECRET_A, mid, ts, body)}, body)
+        self.assertEqual((st, text), (200, b"stored\n"), self.diag())
+        self.assertEqual(self.home.sb.count(), 2)
+
+
+class TestNginx(WebServerCase, unittest.TestCase):
+    """docs/providers.md's nginx location, in front of conf/webhook-spawn."""
+
+    def start(self):
+        spawn = self.es.Spawner(self.home, procs=2)
+        self.servers.append(spawn)
+        snippet = os.path.join(self.home.run, "webhook-location.conf")
+        with open(snippet, "w") as f:
+            f.write(docs_block("nginx"))
+        srv = self.es.Nginx(self.home, spawn.socket, snippet=snippet)
+        self.servers.append(srv)
+        self.port = srv.port
+
+
+class TestApacheFcgid(WebServerCase, unittest.TestCase):
+    """conf/apache-fcgid.conf as it is: the Alias passes /webhook/NAME."""
+
+    def start(self):
+        srv = self.es.Apache(
+            self.home, ["fcgid"],
+            'Include "%s"' % os.path.join(self.es.CONF_DIR, "apache-fcgid.conf"),
+            defines={"WEBHOOK_BIN": harness.FCGI, "WEBHOOK_CONF": self.home.conf,
+                     "WEBHOOK_URL": "/webhook"})
+        self.servers.append(srv)
+        self.port = srv.port
+
+
+class TestApacheHtaccess(WebServerCase, unittest.TestCase):
+    """Shared hosting (conf/apache-htaccess, docs/HOSTING.md): the
+    wrapper's URL plus /NAME."""
+    base = "/webhook/webhook.fcgi"
+
+    def start(self):
+        self.home.install_endpoint("apache-htaccess")
+        srv = self.es.Apache(self.home, ["fcgid", "cgid"],
+                             self.es.HOST_DIRECTORY.format(docroot=self.home.docroot))
+        self.servers.append(srv)
+        self.port = srv.port
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
