@@ -15,9 +15,10 @@ default source.  Then webhook-drain hands every stored event out with
 WEBHOOK_SOURCE and WEBHOOK_PROVIDER_ID, and orders a Stripe object's
 events on Stripe's own `created`, the late older one stale.
 
-Through nginx and Apache (root only, as tests/e2e_servers.py): the
-snippets of docs/providers.md "Web server: the /NAME part of the URL",
-read from that page, take /webhook/NAME to its source.
+Through nginx, Apache and lighttpd as conf/ sets them up (root only, as
+tests/e2e_servers.py): what docs/providers.md "Web server: the /NAME part
+of the URL" says (its nginx block read from the page) takes
+/webhook/NAME to its source.
 """
 import base64
 import hashlib
@@ -754,6 +755,8 @@ def docs_block(lang):
     return m.group(1)
 
 
+@harness.sqlite_only("the web servers' account layout is "
+                     "tests/e2e_servers.py's, its inbox a SQLite file")
 class WebServerCase:
     """A real web server as root dropping to the web user
     (tests/e2e_servers.py's Home, users and servers), the config of every
@@ -852,6 +855,16 @@ class TestApacheHtaccess(WebServerCase, unittest.TestCase):
         self.home.install_endpoint("apache-htaccess")
         srv = self.es.Apache(self.home, ["fcgid", "cgid"],
                              self.es.HOST_DIRECTORY.format(docroot=self.home.docroot))
+        self.servers.append(srv)
+        self.port = srv.port
+
+
+
+class TestLighttpdConf(WebServerCase, unittest.TestCase):
+    """conf/lighttpd-webhook.conf as it is: its "/webhook" prefix."""
+
+    def start(self):
+        srv = self.es.Lighttpd(self.home)
         self.servers.append(srv)
         self.port = srv.port
 
