@@ -819,6 +819,21 @@ class WebServerCase:
         self.assertEqual(self.home.sb.count(), 2)
 
 
+class TestDocsQuoteConf(unittest.TestCase):
+    """The Apache and lighttpd blocks of docs/providers.md are lines of
+    the conf/ files the tests below run, so the page cannot drift."""
+
+    def test_each_line_is_in_the_conf_file(self):
+        for lang, conf in (("apache", "apache-fcgid.conf"),
+                           ("lighttpd", "lighttpd-webhook.conf")):
+            with open(os.path.join(ROOT, "conf", conf)) as f:
+                have = {line.strip() for line in f}
+            block = [line.strip() for line in docs_block(lang).splitlines()]
+            self.assertTrue(block)
+            with self.subTest(conf=conf):
+                self.assertEqual([line for line in block if line not in have], [])
+
+
 class TestNginx(WebServerCase, unittest.TestCase):
     """docs/providers.md's nginx location, in front of conf/webhook-spawn."""
 
