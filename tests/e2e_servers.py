@@ -333,9 +333,12 @@ class Spawner(Server):
 
 
 class Nginx(Server):
+    """nginx in front of a socket, with a server block that includes
+    `snippet` (default conf/nginx-spawn-fcgi.conf; e2e_sources gives the
+    one of docs/providers.md)."""
     name = "nginx"
 
-    def __init__(self, home, socket_path):
+    def __init__(self, home, socket_path, snippet=None):
         self.port = free_port()
         prefix = os.path.join(home.run, "nginx")
         os.mkdir(prefix)
@@ -369,7 +372,7 @@ http {{
 }}
 """.format(user=WEB_USER, group=GROUP, prefix=prefix, run=home.run,
            port=self.port, docroot=home.docroot, sock=socket_path,
-           snippet=os.path.join(CONF_DIR, "nginx-spawn-fcgi.conf")))
+           snippet=snippet or os.path.join(CONF_DIR, "nginx-spawn-fcgi.conf")))
         argv = ["nginx", "-p", prefix + "/", "-c", self.conf,
                 "-e", os.path.join(home.run, "nginx-error.log")]
         check = subprocess.run(argv + ["-t"], capture_output=True, text=True)
