@@ -820,12 +820,14 @@ class WebServerCase:
 
 
 class TestDocsQuoteConf(unittest.TestCase):
-    """The Apache and lighttpd blocks of docs/providers.md are lines of
-    the conf/ files the tests below run, so the page cannot drift."""
+    """The Apache, lighttpd and nginx blocks of docs/providers.md are
+    lines of the conf/ files the tests below run, so the page cannot
+    drift."""
 
     def test_each_line_is_in_the_conf_file(self):
         for lang, conf in (("apache", "apache-fcgid.conf"),
-                           ("lighttpd", "lighttpd-webhook.conf")):
+                           ("lighttpd", "lighttpd-webhook.conf"),
+                           ("nginx", "nginx-spawn-fcgi.conf")):
             with open(os.path.join(ROOT, "conf", conf)) as f:
                 have = {line.strip() for line in f}
             block = [line.strip() for line in docs_block(lang).splitlines()]
@@ -835,15 +837,13 @@ class TestDocsQuoteConf(unittest.TestCase):
 
 
 class TestNginx(WebServerCase, unittest.TestCase):
-    """docs/providers.md's nginx location, in front of conf/webhook-spawn."""
+    """conf/nginx-spawn-fcgi.conf as it is, in front of
+    conf/webhook-spawn."""
 
     def start(self):
         spawn = self.es.Spawner(self.home, procs=2)
         self.servers.append(spawn)
-        snippet = os.path.join(self.home.run, "webhook-location.conf")
-        with open(snippet, "w") as f:
-            f.write(docs_block("nginx"))
-        srv = self.es.Nginx(self.home, spawn.socket, snippet=snippet)
+        srv = self.es.Nginx(self.home, spawn.socket)
         self.servers.append(srv)
         self.port = srv.port
 
