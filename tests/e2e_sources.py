@@ -702,6 +702,27 @@ class TestDrain(DrainBase):
                           hashlib.sha256(body).hexdigest()))
         states = {r["webhook_id"]: r["state"] for r in self.sb.rows()}
         self.assertEqual(set(states.values()), {"done"}, states)
+        # The operator's views by source (docs/DESIGN.md "Sources").
+        p = run_drain(self.sb, "list", "--source", "stripe", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = [json.loads(line) for line in p.stdout.splitlines()]
+        stripe_ids = [i for i, v in sent.items() if v[0].name == "stripe"]
+        self.assertEqual([e["webhook_id"] for e in listed], stripe_ids)
+        self.assertEqual({e["source"] for e in listed}, {"stripe"})
+        p = run_drain(self.sb, "list", "--source", "default")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(mid, p.stdout)
+        self.assertNotIn("stripe/", p.stdout)
+        p = run_drain(self.sb, "status", "--json")
+        by = {s["source"]: s for s in json.loads(p.stdout)["sources"]}
+        self.assertEqual(sorted(by), sorted(["default"] +
+                                            [q.name for q in PROVIDERS]))
+        self.assertEqual((by["stripe"]["done"], by["stripe"]["pending"]),
+                         (len(stripe_ids), 0))
+        p = run_drain(self.sb, "status")
+        self.assertIn("by source:\n  default ", p.stdout)
+        p = run_drain(self.sb, "show", stripe_ids[0])
+        self.assertIn("source:        stripe\n", p.stdout)
 
 
 class TestStripeOrder(DrainBase):

@@ -226,6 +226,7 @@ present_event_json(const struct inbox_event *e, int with_body)
 	if (o == NULL)
 		return NULL;
 	add_text(o, "webhook_id", e->webhook_id);
+	add_text(o, "source", e->source[0] ? e->source : INBOX_DEFAULT_SOURCE);
 	add_text(o, "state", e->state);
 	cJSON_AddBoolToObject(o, "blocked", e->blocked);
 	add_text(o, "type", e->type);
@@ -357,7 +358,9 @@ present_event_card(FILE *f, const struct inbox_event *e, int64_t now_ns)
 		fprintf(f, "  (%s)", e->created_at);
 	fprintf(f, "\nupdated-at:    %s\n", e->updated_at[0] ? e->updated_at : "-");
 	fprintf(f, "truncated:     %s\n", e->truncated ? "yes" : "no");
-	fprintf(f, "received-at:   %s (%s)\n", e->received_at,
+	fprintf(f, "source:        ");
+	present_text(f, e->source[0] ? e->source : INBOX_DEFAULT_SOURCE);
+	fprintf(f, "\nreceived-at:   %s (%s)\n", e->received_at,
 	    present_relative(e->received_at, now_ns, a));
 	fprintf(f, "sent-at:       %lld (webhook-timestamp)\n",
 	    (long long)e->webhook_timestamp);
