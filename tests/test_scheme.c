@@ -17,51 +17,7 @@
 
 #include "lib/common/scheme.h"
 #include "tests/check_common.h"
-
-#ifndef PROVIDER_VECTORS
-#error "PROVIDER_VECTORS must name providers.json (the Makefile passes it)"
-#endif
-
-static cJSON *root;
-static const cJSON *vectors;
-static int nvectors;
-static char load_error[256];
-
-static void
-load_vectors(const char *path)
-{
-	FILE *fp;
-	char *text = NULL;
-	long size;
-
-	if ((fp = fopen(path, "rb")) == NULL) {
-		snprintf(load_error, sizeof load_error, "%s: cannot open", path);
-		return;
-	}
-	if (fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 &&
-	    fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size)) != NULL &&
-	    fread(text, 1, (size_t)size, fp) == (size_t)size) {
-		root = cJSON_ParseWithLength(text, (size_t)size);
-		vectors = cJSON_GetObjectItemCaseSensitive(root, "vectors");
-		if (!cJSON_IsArray(vectors))
-			snprintf(load_error, sizeof load_error,
-			    "%s: no \"vectors\" array", path);
-		else
-			nvectors = cJSON_GetArraySize(vectors);
-	} else {
-		snprintf(load_error, sizeof load_error, "%s: cannot read", path);
-	}
-	free(text);
-	fclose(fp);
-}
-
-static const char *
-member(const cJSON *c, const char *name)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, name);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
+#include "tests/provider_vectors.h"
 
 /* ---- headers: a JSON object, or a NULL-terminated name/value array ---- */
 
@@ -153,18 +109,18 @@ run(const char *scheme, const struct scheme_params *pp, const char *secret,
 
 START_TEST(vectors_loaded)
 {
-	ck_assert_msg(vectors != NULL && nvectors > 0, "%s", load_error);
+	ck_assert_msg(pv_vectors != NULL && pv_count > 0, "%s", pv_error);
 	/* Every scheme but the generic one has SDK- or doc-made vectors. */
 	for (int id = 0; id < SCHEME_COUNT; id++) {
 		const struct scheme *s = scheme_get((enum scheme_id)id);
 		int n = 0;
 
-		for (int i = 0; i < nvectors; i++) {
-			const cJSON *c = cJSON_GetArrayItem(vectors, i);
-			const char *sc = member(c, "scheme");
+		for (int i = 0; i < pv_count; i++) {
+			const cJSON *c = cJSON_GetArrayItem(pv_vectors, i);
+			const char *sc = pv_member(c, "scheme");
 
 			if (sc != NULL && strcmp(sc, s->name) == 0 &&
-			    strcmp(member(c, "expected"), "valid") == 0)
+			    strcmp(pv_member(c, "expected"), "valid") == 0)
 				n++;
 		}
 		ck_assert_msg(n > 0, "no valid vector for %s", s->name);
@@ -174,18 +130,17 @@ END_TEST
 
 START_TEST(vector)
 {
-	const cJSON *c = cJSON_GetArrayItem(vectors, _i);
-	const char *name = member(c, "name"), *expected = member(c, "expected");
-	const char *want = member(c, "outcome"), *answer = member(c, "answer");
-	const char *looks = member(c, "looks_like"), *id = member(c, "id");
-	const char *type = member(c, "type"), *body = member(c, "body");
+	const cJSON *c = cJSON_GetArrayItem(pv_vectors, _i);
+	const char *name = pv_member(c, "name"), *expected = pv_member(c, "expected");
+	const char *want = pv_member(c, "outcome"), *answer = pv_member(c, "answer");
+	const char *looks = pv_member(c, "looks_like"), *id = pv_member(c, "id");
+	const char *type = pv_member(c, "type"), *body = pv_member(c, "body");
 	const cJSON *secrets = cJSON_GetObjectItemCaseSensitive(c, "secrets");
 	const cJSON *headers = cJSON_GetObjectItemCaseSensitive(c, "headers");
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(c, "params");
 	const cJSON *now = cJSON_GetObjectItemCaseSensitive(c, "now");
 	const cJSON *ki = cJSON_GetObjectItemCaseSensitive(c, "key_index");
 	const cJSON *it;
-	const struct scheme *s = scheme_find(member(c, "scheme"));
+	const struct scheme *s = scheme_find(pv_member(c, "scheme"));
 	struct scheme_secret keys[SCHEME_SECRETS_MAX];
 	struct scheme_headers h = { json_get, (void *)headers };
 	struct scheme_params p;
@@ -203,26 +158,7 @@ START_TEST(vector)
 		ck_assert(nkeys < SCHEME_SECRETS_MAX);
 		secret_ok(s, it->valuestring, &keys[nkeys++]);
 	}
-	scheme_params_init(s, &p);
-	p.url = member(c, "url");
-	if (params != NULL) {
-		const char *alg = member(params, "algorithm");
-		const char *enc = member(params, "encoding");
-		const cJSON *tol = cJSON_GetObjectItemCaseSensitive(params,
-		    "tolerance");
-
-		p.header = member(params, "header");
-		p.prefix = member(params, "prefix");
-		p.timestamp_header = member(params, "timestamp_header");
-		if (member(params, "separator") != NULL)
-			p.separator = member(params, "separator");
-		if (cJSON_IsNumber(tol))
-			p.tolerance = (int64_t)tol->valuedouble;
-		p.alg = strcmp(alg, "sha1") == 0 ? SCHEME_SHA1 :
-		    strcmp(alg, "sha512") == 0 ? SCHEME_SHA512 : SCHEME_SHA256;
-		p.encoding = enc != NULL && strcmp(enc, "base64") == 0 ?
-		    SCHEME_BASE64 : SCHEME_HEX;
-	}
+	pv_params(c, s, &p);
 	ck_assert_msg(scheme_params_check(s, &p, &why) == 0, "%s: %s", name,
 	    why);
 	rc = scheme_verify(s, &p, keys, nkeys, &h, (const unsigned char *)body,
@@ -732,7 +668,7 @@ scheme_suite(void)
 
 	tc = tcase_create("vectors");
 	tcase_add_test(tc, vectors_loaded);
-	tcase_add_loop_test(tc, vector, 0, nvectors);
+	tcase_add_loop_test(tc, vector, 0, pv_count);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("secrets");
@@ -766,8 +702,8 @@ main(void)
 
 	if (sodium_init() < 0)
 		return 1;
-	load_vectors(PROVIDER_VECTORS);
+	pv_load(PROVIDER_VECTORS);
 	rc = check_main(scheme_suite());
-	cJSON_Delete(root);
+	cJSON_Delete(pv_root);
 	return rc;
 }

@@ -19,42 +19,7 @@
 
 #include "lib/common/scheme.h"
 #include "tests/check_common.h"
-
-#ifndef PROVIDER_VECTORS
-#error "PROVIDER_VECTORS must name providers.json (the Makefile passes it)"
-#endif
-
-static cJSON *root;
-static const cJSON *vectors;
-static int nvectors;
-
-static void
-load_vectors(const char *path)
-{
-	FILE *fp;
-	char *text = NULL;
-	long size;
-
-	if ((fp = fopen(path, "rb")) == NULL)
-		return;
-	if (fseek(fp, 0, SEEK_END) == 0 && (size = ftell(fp)) > 0 &&
-	    fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size)) != NULL &&
-	    fread(text, 1, (size_t)size, fp) == (size_t)size) {
-		root = cJSON_ParseWithLength(text, (size_t)size);
-		vectors = cJSON_GetObjectItemCaseSensitive(root, "vectors");
-		nvectors = cJSON_IsArray(vectors) ? cJSON_GetArraySize(vectors) : 0;
-	}
-	free(text);
-	fclose(fp);
-}
-
-static const char *
-member(const cJSON *c, const char *name)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, name);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
+#include "tests/provider_vectors.h"
 
 /* A vector's header; Svix's names stand for Standard Webhooks' ones. */
 static const char *
@@ -78,30 +43,6 @@ static const char *
 signed_get(void *arg, const char *name)
 {
 	return scheme_signed_get(arg, name);
-}
-
-/* The vector's parameters, as tests/test_scheme.c reads them. */
-static void
-vector_params(const cJSON *c, const struct scheme *s, struct scheme_params *p)
-{
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(c, "params");
-
-	scheme_params_init(s, p);
-	p->url = member(c, "url");
-	if (params != NULL) {
-		const char *alg = member(params, "algorithm");
-		const char *enc = member(params, "encoding");
-
-		p->header = member(params, "header");
-		p->prefix = member(params, "prefix");
-		p->timestamp_header = member(params, "timestamp_header");
-		if (member(params, "separator") != NULL)
-			p->separator = member(params, "separator");
-		p->alg = strcmp(alg, "sha1") == 0 ? SCHEME_SHA1 :
-		    strcmp(alg, "sha512") == 0 ? SCHEME_SHA512 : SCHEME_SHA256;
-		p->encoding = enc != NULL && strcmp(enc, "base64") == 0 ?
-		    SCHEME_BASE64 : SCHEME_HEX;
-	}
 }
 
 /* The time the vector's sender signed (its header's), else its clock. */
@@ -154,21 +95,21 @@ static const struct {
 static int
 signable(const cJSON *c, const struct scheme *s)
 {
-	const char *o = member(c, "outcome");
+	const char *o = pv_member(c, "outcome");
 
-	return strcmp(member(c, "expected"), "valid") == 0 &&
+	return strcmp(pv_member(c, "expected"), "valid") == 0 &&
 	    (o == NULL || strcmp(o, "answer") == 0) && s->id != SCHEME_DISCORD;
 }
 
 START_TEST(vector_signs_as_the_sdk)
 {
-	const cJSON *c = cJSON_GetArrayItem(vectors, _i);
-	const char *name = member(c, "name"), *body = member(c, "body");
+	const cJSON *c = cJSON_GetArrayItem(pv_vectors, _i);
+	const char *name = pv_member(c, "name"), *body = pv_member(c, "body");
 	const cJSON *secrets = cJSON_GetObjectItemCaseSensitive(c, "secrets");
 	const cJSON *headers = cJSON_GetObjectItemCaseSensitive(c, "headers");
 	const cJSON *ki = cJSON_GetObjectItemCaseSensitive(c, "key_index");
 	const cJSON *now = cJSON_GetObjectItemCaseSensitive(c, "now");
-	const struct scheme *s = scheme_find(member(c, "scheme"));
+	const struct scheme *s = scheme_find(pv_member(c, "scheme"));
 	struct scheme_secret keys[SCHEME_SECRETS_MAX];
 	struct scheme_signed out;
 	struct scheme_headers h = { signed_get, &out };
@@ -188,11 +129,11 @@ START_TEST(vector_signs_as_the_sdk)
 		nkeys++;
 	}
 	k = cJSON_IsNumber(ki) ? (size_t)ki->valuedouble : 0;
-	vector_params(c, s, &p);
+	pv_params(c, s, &p);
 	t = vector_time(s, &p, headers, (int64_t)now->valuedouble);
 	id = s->id_header != NULL ? vheader(headers, s->id_header) : NULL;
 	if (id == NULL)
-		id = member(c, "id");
+		id = pv_member(c, "id");
 	if (s->type_header != NULL)
 		type = vheader(headers, s->type_header);
 	ck_assert_msg(scheme_sign(s, &p, &keys[k], (const unsigned char *)body,
@@ -247,10 +188,10 @@ START_TEST(signed_vectors_counted)
 {
 	int n = 0, per[SCHEME_COUNT] = { 0 };
 
-	ck_assert_int_gt(nvectors, 0);
-	for (int i = 0; i < nvectors; i++) {
-		const cJSON *c = cJSON_GetArrayItem(vectors, i);
-		const struct scheme *s = scheme_find(member(c, "scheme"));
+	ck_assert_int_gt(pv_count, 0);
+	for (int i = 0; i < pv_count; i++) {
+		const cJSON *c = cJSON_GetArrayItem(pv_vectors, i);
+		const struct scheme *s = scheme_find(pv_member(c, "scheme"));
 
 		if (signable(c, s)) {
 			n++;
@@ -533,7 +474,7 @@ sign_suite(void)
 
 	tc = tcase_create("vectors");
 	tcase_add_test(tc, signed_vectors_counted);
-	tcase_add_loop_test(tc, vector_signs_as_the_sdk, 0, nvectors);
+	tcase_add_loop_test(tc, vector_signs_as_the_sdk, 0, pv_count);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("round trips");
 	tcase_add_test(tc, round_trips_each_scheme_and_rotation);
@@ -550,8 +491,8 @@ main(void)
 
 	if (sodium_init() < 0)
 		return 1;
-	load_vectors(PROVIDER_VECTORS);
+	pv_load(PROVIDER_VECTORS);
 	rc = check_main(sign_suite());
-	cJSON_Delete(root);
+	cJSON_Delete(pv_root);
 	return rc;
 }
