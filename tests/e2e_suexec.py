@@ -782,8 +782,11 @@ class GuideCase(unittest.TestCase):
                 self.assertTrue(value.startswith("whsec_"), value)
                 value = secret
             new = "%s = %s" % (key, self.host.path(value))
-            # The example's line for the key, set or commented out.
-            at = [i for i, l in enumerate(lines)
+            # The example's line for the key, set or commented out, among
+            # the top-level keys (a [source NAME] has its own `secret`).
+            top = next((i for i, l in enumerate(lines)
+                        if re.match(r"#?\s*\[source ", l)), len(lines))
+            at = [i for i, l in enumerate(lines[:top])
                   if re.match(r"#?\s*%s\s*=" % re.escape(key), l)]
             self.assertEqual(len(at), 1, "webhook.conf.example: no single "
                              "line for %r to edit: %r" % (key, at))
