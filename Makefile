@@ -142,7 +142,8 @@ PROVIDER_VECTORS ?= $(abspath tests/vectors/providers.json)
 # The benchmarks' C programs too: one that no longer builds (a struct grew a
 # field) fails make test, not only the next make bench.
 test-build: all $(UNIT_TESTS:%=$(B)/tests/%) $(B)/tests/webhook.fcgi.next \
-	    $(B)/bench/commit_cost $(B)/bench/history_cost $(B)/bench/cgiloop
+	    $(B)/bench/commit_cost $(B)/bench/history_cost $(B)/bench/cgiloop \
+	    $(B)/bench/scheme_cost
 
 # The same receiver saying another version (VERSION+next): what the upgrade
 # tests rename over a running one.  Only version.o differs; given as an
@@ -247,7 +248,7 @@ storm: all
 
 bench: deps
 	$(MAKE) all static $(B)/bench/commit_cost $(B)/bench/history_cost \
-	    $(B)/bench/cgiloop \
+	    $(B)/bench/cgiloop $(B)/bench/scheme_cost \
 	    $(SB)/bench/cgi_ceiling $(SB)/bench/cgi_sqlite_floor
 	@if command -v npm >/dev/null 2>&1; then \
 		$(MAKE) bench/peer/node_modules/.package-lock.json; \
@@ -279,6 +280,11 @@ $(B)/bench/cgiloop: bench/cgiloop.c
 $(B)/bench/history_cost: bench/history_cost.c $(B)/libwebhook.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS) $(CURL_LIBS) $(PG_LIBS)
+
+# A delivery's check per scheme, CPU only (bench/schemes.py runs it).
+$(B)/bench/scheme_cost: bench/scheme_cost.c $(B)/libwebhook.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libwebhook.a $(PKG_LIBS) $(PG_LIBS)
 
 # The inbox's cost per stored row by batch size (bench/run runs it).
 $(B)/bench/commit_cost: bench/commit_cost.c $(B)/libwebhook.a

@@ -60,6 +60,8 @@ THREADS = 32        # request threads of the one webhook.fcgi process
 PREFIX = "/webhook"  # bench/run's: the receiver's URL; PREFIX/NAME a source
 GOAL = 0.9
 GOAL_CONNS = 5
+COST_DELIVERIES = 2000   # bench/scheme_cost: deliveries of each kind
+COST_ROUNDS = 5          # and the times each is checked
 # What each row sends and what the receiver checks (docs/providers.md).
 WHAT = {
     "standard": "default source: `webhook-signature` v1, HMAC-SHA256 of "
@@ -214,6 +216,32 @@ def main():
             for f in os.listdir(os.path.dirname(db)):
                 if f.startswith("inbox.db"):
                     os.unlink(os.path.join(os.path.dirname(db), f))
+    # What each row's check costs alone: bench/scheme_cost, the same kind
+    # of deliveries parsed once, then verified and their fields extracted
+    # as receive.c does, CPU per check (no server, no store).
+    cost = {}
+    cost_bin = os.path.join(build, "bench", "scheme_cost")
+    if os.access(cost_bin, os.X_OK):
+        d = os.path.join(s.work, "cost")
+        os.makedirs(d, exist_ok=True)
+        conf = os.path.join(d, "webhook.conf")
+        ss.write_conf(keys, os.path.join(d, "inbox.db"),
+                      "http://127.0.0.1:8080" + PREFIX, conf)
+        for n in names:
+            path = PREFIX + ("" if n == "standard" else "/" + n)
+            s.gen(conf, 8080, path, COST_DELIVERIES, 1)
+            r = subprocess.run([cost_bin, conf, n, os.path.join(s.work, "req.0"),
+                                str(COST_ROUNDS)], capture_output=True, text=True)
+            s.clear_reqs()
+            if r.returncode:
+                raise bl.Die("%s: %s" % (cost_bin, r.stderr.strip()))
+            cost[n] = float(r.stdout.split("us_per_check=")[1])
+        s.commands.append("%s/bench/scheme_cost $TMP/cost/webhook.conf NAME "
+                          "$TMP/req.0 %d   # %d deliveries of each row's kind"
+                          % (s.B, COST_ROUNDS, COST_DELIVERIES))
+    else:
+        s.say("%s not built (make %s/bench/scheme_cost): no CPU per check"
+              % (cost_bin, s.B))
     load_end = bl.loadavg()
     steal1 = bl.steal()
     finished = time.strftime("%H:%M:%S UTC", time.gmtime())
@@ -293,8 +321,8 @@ def main():
     L.append("")
     L.append("| scheme | " + " | ".join("%d conns: req/s ÷ standard (median), "
                                          "median p99" % c for c in conns_list)
-             + " | goal |")
-    L.append("|---|" + "--:|" * len(conns_list) + "---|")
+             + " | CPU per check (bench/scheme_cost) | goal |")
+    L.append("|---|" + "--:|" * (len(conns_list) + 1) + "---|")
     for n in names:
         cells = []
         for c in conns_list:
@@ -321,9 +349,22 @@ def main():
                         "(1 × 32, FULL), median of %d rounds"
                         % (n, GOAL, GOAL_CONNS, len(v)),
                         "%.2f" % median(v), met)
+        cells.append("%.1f µs" % cost[n] if n in cost else "–")
         L.append("| %s | %s | %s |" % (n, " | ".join(cells),
                                        "**%s**" % met if met in
                                        ("not met", "invalid") else met))
+    if cost:
+        L.append("")
+        L.append("CPU per check: `bench/scheme_cost` (bench/scheme_cost.c) "
+                 "on %d deliveries of each row's kind, each checked %d times "
+                 "after one untimed pass: parsed once, then verified and its "
+                 "fields extracted as lib/receive/receive.c does (the default "
+                 "source: signature_verify and event_extract; a named one: "
+                 "scheme_verify and scheme_extract), the thread's CPU time ÷ "
+                 "checks; no server, no store. For scale: the machine's CPU "
+                 "per request above is the whole request's (wrk, lighttpd, "
+                 "webhook.fcgi, the store and its syncs)."
+                 % (COST_DELIVERIES, COST_ROUNDS))
     bl.finish(s, results, L, [r for r in rows if r["why"]])
     return 0
 
