@@ -8,7 +8,9 @@ distribution is known.
 
 bench/drain_jobs.py's handler ledger, which makes a drain row valid or not
 (docs/jobs.md: no loss of order): ledgers written by the real handler command
-under /bin/sh, in order and out of it.  bench/goals.py's table."""
+under /bin/sh, in order and out of it.  bench/goals.py's table.
+bench/schemes.py's deliveries: every scheme's verifies under the
+receiver's own verifiers (bench/scheme_cost)."""
 import http.server
 import os
 import subprocess
@@ -203,6 +205,48 @@ class TestDrainLedger(unittest.TestCase):
             f.write("S obj0 2026-01-01T00:00:00.000Z msg_not_ours\n")
         why, _ = drain_jobs.ledger_check(self.ledger, self.events[:1])
         self.assertIn("ledger: 1 lines not of this fill", why)
+
+
+class TestSchemeDeliveries(unittest.TestCase):
+    """bench/schemes.py's deliveries (bench/signed_schemes.py) verify
+    under lib/common/scheme*.c, each scheme's as its source checks it
+    (bench/scheme_cost exits 1 on one that does not), and are distinct."""
+
+    def test_every_scheme_verifies(self):
+        cost = os.path.join(ROOT, os.environ.get("BUILD", "build"), "bench",
+                            "scheme_cost")
+        if not os.access(cost, os.X_OK):
+            self.skipTest("%s not built" % cost)
+        gen = [sys.executable, os.path.join(ROOT, "bench", "signed_schemes.py")]
+        d = tempfile.mkdtemp(prefix="webhook-schemes-")
+        try:
+            keys, conf = os.path.join(d, "keys.json"), os.path.join(d, "conf")
+            subprocess.run(gen + ["keys", "--out", keys], check=True)
+            subprocess.run(gen + ["conf", "--keys", keys, "--database",
+                                  os.path.join(d, "inbox.db"), "--url-base",
+                                  "http://127.0.0.1:8080/webhook", "--out",
+                                  conf], check=True)
+            for n in ("stripe", "github", "shopify", "woocommerce", "slack",
+                      "paddle", "discord", "gitlab", "twilio", "hmac"):
+                out = os.path.join(d, n)
+                subprocess.run(gen + ["gen", "--keys", keys, "--scheme", n,
+                                      "--host", "127.0.0.1:8080", "--path",
+                                      "/webhook/" + n, "--count", "20",
+                                      "--out", out], check=True,
+                               capture_output=True)
+                r = subprocess.run([cost, conf, n, out + ".0", "1"],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, n + ": " + r.stderr)
+                with open(out + ".0", "rb") as f:
+                    reqs = f.read().split(b"POST ")[1:]
+                self.assertEqual(len(set(reqs)), 20, n)
+                for q in reqs:
+                    self.assertLess(abs(len(q.split(b"\r\n\r\n", 1)[1])
+                                        - 1024), 64, n)
+        finally:
+            for f in os.listdir(d):
+                os.unlink(os.path.join(d, f))
+            os.rmdir(d)
 
 
 class TestGoals(unittest.TestCase):
