@@ -302,12 +302,19 @@ class Discord(Provider):
     wrong = property(lambda self: self.public_hex(self.other_key))
 
     def event(self, tag, ts):
-        iid = "11" + num(tag, 16)
-        body = json.dumps({"id": iid, "type": 2, "application_id": "1176",
-                           "token": "aW50ZXJhY3Rpb24", "version": 1,
-                           "data": {"id": "771", "name": "ping", "type": 1}}).encode()
-        return body, {}, {"id": "discord/" + iid, "pid": iid, "type": "2",
-                          "created_at": None, "object": None}
+        # A Webhook Event (discord.com/developers/docs/events/webhook-events):
+        # type 1 with an `event`; it carries no id, so the body's digest is.
+        body = json.dumps({"version": 1, "application_id": "1176", "type": 1,
+                           "event": {"type": "APPLICATION_AUTHORIZED",
+                                     "timestamp": "2025-11-30T10:00:00.123456",
+                                     "data": {"tag": tag}}}).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        return body, {}, {"id": "discord/sha256:" + digest,
+                          "pid": "sha256:" + digest,
+                          "type": "APPLICATION_AUTHORIZED",
+                          "created_at": instant(
+                              iso="2025-11-30T10:00:00.123456Z"),
+                          "object": None}
 
     def headers(self, body, ts, secret, ctx):
         key = self.key if secret == self.secret else self.other_key
@@ -593,6 +600,11 @@ class TestSynchronousAnswers(SourcesBase):
         # be refused.
         st, _, _ = self.send(p, body, p.headers(body, now, p.wrong, {}))
         self.assertEqual(st, 401)
+        # Webhook Events' PING is type 0 and wants 204, no body.
+        body = json.dumps({"version": 1, "application_id": "1176",
+                           "type": 0}).encode()
+        st, hd, text = self.send(p, body, p.headers(body, now, p.secret, {}))
+        self.assertEqual((st, text), (204, b""), self.diag())
         self.assertEqual(self.sb.count(), 0)
 
     def test_woocommerce_ping_200_stores_nothing(self):
@@ -723,6 +735,14 @@ class TestDrain(DrainBase):
         self.assertIn("by source:\n  default ", p.stdout)
         p = run_drain(self.sb, "show", stripe_ids[0])
         self.assertIn("source:        stripe\n", p.stdout)
+        # try hands out exactly what a run gives.
+        before = len(self.handed())
+        p = run_drain(self.sb, "try", stripe_ids[0], record=self.record)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        h = self.handed()[before]
+        self.assertEqual((h["id"], h["source"], h["pid"]),
+                         (stripe_ids[0], "stripe",
+                          stripe_ids[0].split("/", 1)[1]))
 
 
 class TestStripeOrder(DrainBase):

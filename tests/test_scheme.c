@@ -545,12 +545,63 @@ START_TEST(extract_defaults)
 	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 	    (const unsigned char *)"a=b", 3, &f, &why), 0);
 	ck_assert_str_eq(f.id, "");
-	/* A fractional or huge number is no id. */
-	body = "{\"id\":1.5,\"created\":1e300}";
+	ck_assert_ptr_null(why);
+	/* A fractional number, or one from 2^53 on, is no id: refused, as a
+	 * cut one would be (two ids would read as one); as a time, left out
+	 * and noted. */
+	body = "{\"id\":1.5}";
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+	    (const unsigned char *)body, strlen(body), &f, &why), -1);
+	body = "{\"id\":9007199254740993}";
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+	    (const unsigned char *)body, strlen(body), &f, &why), -1);
+	body = "{\"id\":9007199254740991,\"created\":1e300,\"data\":"
+	    "{\"object\":{\"id\":[1]}}}";
 	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
 	    (const unsigned char *)body, strlen(body), &f, &why), 0);
-	ck_assert_str_eq(f.id, "");
+	ck_assert_str_eq(f.id, "9007199254740991");
 	ck_assert_str_eq(f.time, "");
+	ck_assert_str_eq(f.object, "");
+	ck_assert_ptr_nonnull(why);
+	/* An escaped NUL: cJSON would read "evt_a\u0000x" as "evt_a", so
+	 * no field is read from such a body, and the id refuses. */
+	body = "{\"id\":\"evt_a\\u0000x\"}";
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+	    (const unsigned char *)body, strlen(body), &f, &why), -1);
+	ck_assert_ptr_nonnull(strstr(why, "u0000"));
+	body = "{\"id\":\"evt_a\",\"type\":\"t\\u0000x\"}";
+	ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+	    (const unsigned char *)body, strlen(body), &f, &why), -1);
+	/* A header id is not the body's: taken, the body's fields left out
+	 * and noted. */
+	{
+		const char *l4[] = { "X-GitHub-Delivery", "d-9", "X-GitHub-Event",
+		    "push", NULL };
+		struct scheme_headers h4 = { list_get, (void *)l4 };
+		struct scheme_locate o4 = { .object = "/o" };
+
+		body = "{\"o\":\"a\\u0000b\"}";
+		ck_assert_int_eq(scheme_extract(scheme_find("github"), &o4, &h4,
+		    (const unsigned char *)body, strlen(body), &f, &why), 0);
+		ck_assert_str_eq(f.id, "d-9");
+		ck_assert_str_eq(f.object, "");
+		ck_assert_ptr_nonnull(why);
+	}
+	/* JSON nested past cJSON's limit: no fields, noted (the body's
+	 * digest becomes the id). */
+	{
+		static char deep[5000];
+		size_t n = 0;
+
+		n += (size_t)snprintf(deep, sizeof deep, "{\"id\":\"evt_d\",\"x\":");
+		while (n < 4000)
+			deep[n++] = '[';
+		deep[n] = '\0';
+		ck_assert_int_eq(scheme_extract(scheme_find("stripe"), NULL, &h,
+		    (const unsigned char *)deep, n, &f, &why), 0);
+		ck_assert_str_eq(f.id, "");
+		ck_assert_ptr_nonnull(why);
+	}
 	/* Too long, or a control character: refused, not cut. */
 	{
 		char big[400];

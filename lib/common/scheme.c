@@ -304,7 +304,8 @@ static const struct scheme schemes[SCHEME_COUNT] = {
 	    "/occurred_at", "/data/id", SCHEME_TOLERANCE,
 	    scheme_paddle_recognise, paddle_secret, scheme_paddle_verify },
 	[SCHEME_DISCORD] = { SCHEME_DISCORD, "discord", "Discord",
-	    "X-Signature-Ed25519", NULL, "/id", NULL, "/type", NULL, NULL, NULL,
+	    "X-Signature-Ed25519", NULL, "/id", NULL, "/event/type", NULL,
+	    "/event/timestamp", NULL,
 	    0, scheme_discord_recognise, discord_secret, scheme_discord_verify },
 	[SCHEME_GITLAB] = { SCHEME_GITLAB, "gitlab", "GitLab",
 	    "X-Gitlab-Token", "X-Gitlab-Event-UUID", NULL, "X-Gitlab-Event",
@@ -516,9 +517,19 @@ lookup(const struct scheme *s, const struct scheme_headers *h,
 	return scheme_hget(h, name);
 }
 
+/* The body as JSON, for the pointers: NULL when it is not JSON, or
+ * holds an escaped NUL (`nul` set: cJSON would cut a value there and
+ * "a\u0000x" would read as "a", merging two ids or two objects). */
+struct body_json {
+	const cJSON	*j;
+	int		 nul;
+	int		 unread;	/* looked like JSON, cJSON refused it */
+};
+
 static int
-field(const struct scheme *s, const struct scheme_headers *h, const cJSON *j,
-    const char *header, const char *ptr, char *out, const char **why)
+field(const struct scheme *s, const struct scheme_headers *h,
+    const struct body_json *b, const char *header, const char *ptr, char *out,
+    const char **why)
 {
 	const char *v;
 	const cJSON *x;
@@ -527,32 +538,48 @@ field(const struct scheme *s, const struct scheme_headers *h, const cJSON *j,
 	out[0] = '\0';
 	if (header != NULL && (v = lookup(s, h, header)) != NULL)
 		return put(out, v, strlen(v), why);
-	if (ptr == NULL || j == NULL || (x = pointer(j, ptr)) == NULL)
+	if (ptr == NULL)
+		return 0;
+	if (b->nul) {
+		*why = "the body holds a \\u0000 escape: its JSON fields cannot "
+		    "be read whole";
+		return -1;
+	}
+	if (b->unread) {
+		*why = "the body looks like JSON that cannot be read (nested "
+		    "too deep?): its fields are left out";
+		return 0;
+	}
+	if (b->j == NULL || (x = pointer(b->j, ptr)) == NULL)
 		return 0;
 	if (cJSON_IsString(x))
 		return put(out, x->valuestring, strlen(x->valuestring), why);
-	/* Integers only (Stripe's created, Slack's event_time): a double
-	 * beyond 2^53 is not an id anyone can trust. */
+	/* Whole numbers only, below 2^53 (Stripe's created, Slack's
+	 * event_time): beyond, a double holds no exact integer and two ids
+	 * would read as one. */
 	if (cJSON_IsNumber(x) && x->valuedouble >= 0 &&
-	    x->valuedouble <= 9007199254740992.0 &&
+	    x->valuedouble < 9007199254740992.0 &&
 	    x->valuedouble == (double)(int64_t)x->valuedouble) {
 		snprintf(num, sizeof num, "%lld", (long long)x->valuedouble);
 		return put(out, num, strlen(num), why);
 	}
-	return 0;
+	if (cJSON_IsNull(x))
+		return 0;
+	*why = "a field is neither a string nor a whole number from 0 to 2^53";
+	return -1;
 }
 
 /* Where a field is: the source's place when it names one (a pointer when
  * it starts with '/', else a header), or the scheme's pair. */
 static int
-locate(const struct scheme *s, const struct scheme_headers *h, const cJSON *j,
-    const char *over, const char *header, const char *ptr, char *out,
-    const char **why)
+locate(const struct scheme *s, const struct scheme_headers *h,
+    const struct body_json *b, const char *over, const char *header,
+    const char *ptr, char *out, const char **why)
 {
 	if (over != NULL)
-		return over[0] == '/' ? field(s, h, j, NULL, over, out, why) :
-		    field(s, h, j, over, NULL, out, why);
-	return field(s, h, j, header, ptr, out, why);
+		return over[0] == '/' ? field(s, h, b, NULL, over, out, why) :
+		    field(s, h, b, over, NULL, out, why);
+	return field(s, h, b, header, ptr, out, why);
 }
 
 /* Is `over` (NULL) or the default a pointer, so the body must be parsed? */
@@ -568,7 +595,9 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
     size_t body_len, struct scheme_fields *out, const char **why)
 {
 	static const struct scheme_locate none;
+	struct body_json b = { NULL, 0, 0 };
 	cJSON *j = NULL;
+	const char *note = NULL;
 	int rc = -1;
 
 	if (over == NULL)
@@ -578,22 +607,35 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	if (wants_body(over->id, s->id_pointer) ||
 	    wants_body(over->type, s->type_pointer) ||
 	    wants_body(over->time, s->time_pointer) ||
-	    wants_body(over->object, s->object_pointer))
-		j = cJSON_ParseWithLength((const char *)body, body_len);
+	    wants_body(over->object, s->object_pointer)) {
+		size_t i = 0;
+
+		b.nul = util_json_has_escaped_nul((const char *)body, body_len);
+		if (!b.nul)
+			b.j = j = cJSON_ParseWithLength((const char *)body,
+			    body_len);
+		while (i < body_len && strchr(" \t\r\n", body[i]) != NULL)
+			i++;
+		b.unread = !b.nul && j == NULL && i < body_len &&
+		    (body[i] == '{' || body[i] == '[');
+	}
 	/* Only the id refuses: cut, it could merge two deliveries.  Any
 	 * other field that cannot be kept whole is left out and noted. */
-	if (locate(s, h, j, over->id, s->id_header, s->id_pointer, out->id,
+	if (locate(s, h, &b, over->id, s->id_header, s->id_pointer, out->id,
 	    why) == 0) {
 		rc = 0;
-		if (locate(s, h, j, over->type, s->type_header,
+		note = *why;
+		if (locate(s, h, &b, over->type, s->type_header,
 		    s->type_pointer, out->type, why) == -1)
 			out->type[0] = '\0';
-		if (locate(s, h, j, over->time, s->time_header,
+		if (locate(s, h, &b, over->time, s->time_header,
 		    s->time_pointer, out->time, why) == -1)
 			out->time[0] = '\0';
-		if (locate(s, h, j, over->object, NULL, s->object_pointer,
+		if (locate(s, h, &b, over->object, NULL, s->object_pointer,
 		    out->object, why) == -1)
 			out->object[0] = '\0';
+		if (*why == NULL)
+			*why = note;
 	}
 	cJSON_Delete(j);
 	return rc;

@@ -136,7 +136,9 @@ struct scheme_result {
 	size_t			 key_index;	/* the secret that verified */
 	int64_t			 signed_at;	/* the signed timestamp, or -1 */
 	enum scheme_id		 looks_like;	/* for SCHEME_OTHER */
-	/* SCHEME_ANSWER: the body to answer with and its Content-Type. */
+	/* SCHEME_ANSWER: the body to answer with and its Content-Type;
+	 * answer_type NULL: no body at all, 204 No Content (Discord's
+	 * Webhook Events PING). */
 	char			 answer[SCHEME_ANSWER_MAX];
 	const char		*answer_type;
 };

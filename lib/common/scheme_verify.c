@@ -502,13 +502,27 @@ scheme_discord_verify(const struct scheme_params *p, const struct scheme_secret 
 		return;
 	}
 	res->key_index = (size_t)found;
-	/* A PING (type 1) wants {"type":1} back (a PONG), not storing. */
+	/*
+	 * Two kinds of Discord endpoint sign alike (docs/providers.md):
+	 * Webhook Events, whose PING is type 0 and wants 204 with no body,
+	 * and whose events are type 1 with an `event` object (stored); and
+	 * Interactions, whose PING is type 1 without one and wants
+	 * {"type":1} back (a PONG).
+	 */
 	if ((j = cJSON_ParseWithLength((const char *)body, body_len)) != NULL) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+		int token = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j,
+		    "token"));
+		int event = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j,
+		    "event"));
 
-		if (cJSON_IsNumber(t) && t->valuedouble == 1) {
+		if (cJSON_IsNumber(t) && t->valuedouble == 1 && !event) {
 			memcpy(res->answer, "{\"type\":1}", 11);
 			res->answer_type = "application/json";
+			scheme_refuse(res, SCHEME_ANSWER, "Discord PING");
+		} else if (cJSON_IsNumber(t) && t->valuedouble == 0 && !token) {
+			res->answer[0] = '\0';
+			res->answer_type = NULL;	/* 204 No Content */
 			scheme_refuse(res, SCHEME_ANSWER, "Discord PING");
 		}
 		cJSON_Delete(j);

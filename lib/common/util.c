@@ -644,3 +644,28 @@ util_is_conninfo(const char *database)
 	}
 	return 0;
 }
+
+/*
+ * Does the JSON text hold an escaped NUL (a backslash-u-0000 escape)
+ * inside a string?  cJSON decodes it into its NUL-terminated strings, so
+ * a value (or a key) would be cut short there: "a\u0000x" and "a" would
+ * become one object.  The escape counts only after an odd run of
+ * backslashes (an even run is literal backslashes followed by text).
+ */
+int
+util_json_has_escaped_nul(const char *s, size_t len)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			run++;
+			continue;
+		}
+		if (run % 2 == 1 && s[i] == 'u' && len - i >= 5 &&
+		    memcmp(s + i + 1, "0000", 4) == 0)
+			return 1;
+		run = 0;
+	}
+	return 0;
+}

@@ -173,4 +173,12 @@ int64_t	util_now_ns(void);
 /* Monotonic clock in nanoseconds, for timeouts and measurements. */
 int64_t	util_mono_ns(void);
 
+/*
+ * Does the JSON text s (len bytes) hold an escaped NUL (a backslash-u-0000
+ * escape) inside a string?  cJSON decodes it into its NUL-terminated
+ * strings, so a value would be cut short there and "a\u0000x" read as
+ * "a": whoever reads ids or object keys with cJSON asks first.  1 or 0.
+ */
+int	util_json_has_escaped_nul(const char *s, size_t len);
+
 #endif

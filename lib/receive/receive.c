@@ -448,7 +448,13 @@ verify_source(struct receive *rv, struct attempt *a)
 	    rv->body.len, (int64_t)time(NULL), &a->res) == 0) {
 		if (a->res.outcome == SCHEME_OK)
 			return 0;
-		if (a->res.outcome == SCHEME_ANSWER) {
+		if (a->res.outcome == SCHEME_ANSWER &&
+		    a->res.answer_type == NULL) {
+			a->text = "";
+			log_msg("answered [source %s] the provider's ping with 204 "
+			    "(nothing stored)", src->name);
+			return 204;
+		} else if (a->res.outcome == SCHEME_ANSWER) {
 			a->text = a->res.answer;
 			a->content_type = a->res.answer_type;
 		} else {
@@ -668,6 +674,9 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	if (status == 200)
 		request_respond_typed(r, 200, "OK", a.content_type ?
 		    a.content_type : "text/plain", rv->version, a.text);
+	else if (status == 204)
+		request_respond_typed(r, 204, "No Content", "text/plain",
+		    rv->version, "");
 	else
 		refuse(r, status, a.src, a.id, a.why);
 	event_fields_free(&a.fields);

@@ -57,8 +57,9 @@ void	receive_free(struct receive *rv);
 /*
  * Take request `r` through the status table with the site `sites` finds
  * for it, answer it (request_respond, once), and log a refusal with its
- * reason.  Returns the status answered: 200 (stored, or a duplicate), 400,
- * 401, 405, 408, 413 or 503.  A body larger than twice REQUEST_READ_CHUNK
+ * reason.  Returns the status answered: 200 (stored, a duplicate, or a
+ * provider's question answered), 204 (Discord's Webhook Events PING), 400,
+ * 401, 404, 405, 408, 413 or 503.  A body larger than twice REQUEST_READ_CHUNK
  * is freed afterwards, so an idle thread does not pin it.
  */
 int	receive_handle(struct receive *rv, struct site_cache *sites,

@@ -41,13 +41,15 @@ void
 request_respond_typed(struct request *r, int status, const char *reason,
     const char *content_type, const char *extra_header, const char *text)
 {
-	char head[320];
+	char head[320], length[96] = "";
 	int n;
 
-	n = snprintf(head, sizeof head, "Status: %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n"
-	    "X-Webhook-Inbox: receiver\r\n%s\r\n",
-	    status, reason, content_type, strlen(text),
+	/* A 204 has no body and no Content-Length (RFC 9110, 8.6). */
+	if (status != 204)
+		(void)snprintf(length, sizeof length, "Content-Type: %s\r\n"
+		    "Content-Length: %zu\r\n", content_type, strlen(text));
+	n = snprintf(head, sizeof head, "Status: %d %s\r\n%s"
+	    "X-Webhook-Inbox: receiver\r\n%s\r\n", status, reason, length,
 	    extra_header ? extra_header : "");
 	if (n < 0 || (size_t)n >= sizeof head)
 		return;

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/common/util.h"
 #include "lib/store/event.h"
 
 int
@@ -31,31 +32,6 @@ member(const cJSON *obj, const char *name)
 		if (it->string != NULL && strcmp(it->string, name) == 0)
 			found = it;
 	return found;
-}
-
-/*
- * Does the JSON text hold an escaped NUL (a backslash-u-0000 escape)
- * inside a string?  cJSON decodes it into its NUL-terminated strings, so
- * a value (or a key) would be cut short there: "a\u0000x" and "a" would
- * become one object.  The escape counts only after an odd run of
- * backslashes (an even run is literal backslashes followed by text).
- */
-static int
-has_escaped_nul(const char *s, size_t len)
-{
-	size_t i, run = 0;
-
-	for (i = 0; i < len; i++) {
-		if (s[i] == '\\') {
-			run++;
-			continue;
-		}
-		if (run % 2 == 1 && s[i] == 'u' && len - i >= 5 &&
-		    memcmp(s + i + 1, "0000", 4) == 0)
-			return 1;
-		run = 0;
-	}
-	return 0;
 }
 
 /* A bounded copy of a JSON string member, or NULL (noting why). */
@@ -117,7 +93,7 @@ event_extract(const char *webhook_id, const char *body, size_t len,
 		return 0;
 	/* Better no fields than cut ones: an object key cut at a NUL could
 	 * collide with another object's. */
-	if (has_escaped_nul(body, len)) {
+	if (util_json_has_escaped_nul(body, len)) {
 		f->note = "body has a \\u0000 escape; stored without fields, "
 		    "no event clock, no object key";
 		return 0;

@@ -288,6 +288,14 @@ struct inbox_event {
 };
 void	inbox_event_init(struct inbox_event *e);
 void	inbox_event_free(struct inbox_event *e);	/* then reusable */
+/*
+ * A deep copy of src into dst (initialised, or freed: its old contents
+ * are freed first), every member: a copy that is later finished must
+ * find its row (received_at) and hand out what a run would (source...).
+ * 0, or -1 when out of memory (dst then freed).
+ */
+int	inbox_event_copy(struct inbox_event *dst, const struct inbox_event *src)
+	    __attribute__((warn_unused_result));
 
 /*
  * The drainer's cursor over due events, in hand-out order (sort_at, then
