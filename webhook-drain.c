@@ -690,12 +690,28 @@ cmd_status(const struct config *c, struct opts *o)
  * events unless --limit) with how many more; on a pipe, every event, as
  * scripts have always had them.
  */
+/* --source NAME that the config does not name: said, not refused (a
+ * source removed from the config may still have events; a typo has
+ * none, and an empty answer alone would look like "nothing there"). */
+static void
+note_unknown_source(const struct config *c, const struct opts *o)
+{
+	const char *n = o->filter.source;
+
+	if (n != NULL && strcmp(n, INBOX_DEFAULT_SOURCE) != 0 &&
+	    config_source_find(c, n) == NULL)
+		fprintf(stderr, "webhook-drain: note: %s has no [source %s]; "
+		    "only events stored under that name match\n", c->path, n);
+}
+
 static int
 cmd_list(const struct config *c, struct opts *o)
 {
 	struct inbox *ib;
 	struct buf err;
 	int rc = 0;
+
+	note_unknown_source(c, o);
 
 	if (o->nargs > 0) {
 		usage();
@@ -805,6 +821,7 @@ cmd_requeue_forget(const struct config *c, struct opts *o, int requeue)
 		fprintf(stderr, "webhook-drain: requeue with filters needs --state\n");
 		return EXIT_USAGE;
 	}
+	note_unknown_source(c, o);
 	if (!inbox_exists(c))
 		return EXIT_FAILED;
 	buf_init(&err, BUF_ERR_MAX);
@@ -894,8 +911,9 @@ cmd_send(const struct config *c, struct opts *o)
 			    "/%s, the path the receiver takes [source %s] at\n",
 			    o->args[0], src->name, src->name);
 	} else if ((key = sender_key(c)) == NULL) {
-		fprintf(stderr, "webhook-drain: send needs a whsec_ secret in %s\n",
-		    c->path);
+		fprintf(stderr, "webhook-drain: send needs a whsec_ secret in %s%s\n",
+		    c->path, c->nsources > 0 ? " (its [source NAME] sections: "
+		    "send --source NAME URL/NAME)" : "");
 		rc = EXIT_USAGE;
 		goto out;
 	}
@@ -928,8 +946,15 @@ cmd_send(const struct config *c, struct opts *o)
 		}
 		goto out;
 	}
-	if (src != NULL)
-		printf("%ld source=%s id=%s ", a.status, src->name, id);
+	if (src != NULL) {
+		char inbox_id[INBOX_SOURCE_MAX + 8 + SCHEME_VALUE_MAX];
+
+		/* What list and show will call it, the body's own id
+		 * included (a FILE's), not the one made up here. */
+		printf("%ld source=%s id=%s ", a.status, src->name,
+		    sender_source_inbox_id(src, id, body.data, body.len,
+		    inbox_id, sizeof inbox_id) ? inbox_id : "(refused)");
+	}
 	else
 		printf("%ld webhook-id=%s ", a.status, id);
 	if (a.ours)

@@ -145,13 +145,26 @@ class TestSendSource(unittest.TestCase):
         r = self.drain("send", "--source", "stripe", "--size", "700", "--id",
                        "evt_given", self.url + "/stripe")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("id=evt_given stored", r.stdout)
+        self.assertIn("id=stripe/evt_given stored", r.stdout)
         r = self.drain("send", "--source", "stripe", "--size", "700", "--id",
                        "evt_given", self.url + "/stripe")
         self.assertEqual(r.stdout.split()[-1], "duplicate", r.stdout)
         ids = [x["webhook_id"] for x in
                self.sb.rows("SELECT webhook_id FROM events")]
         self.assertIn("stripe/evt_given", ids)
+        # A FILE's own id is what is stored, and what send says.
+        path = os.path.join(self.sb.dir, "ev.json")
+        with open(path, "w") as f:
+            f.write('{"id":"evt_file","object":"event","type":"t",'
+                    '"created":1764496800,"data":{"object":{"id":"o"}}}')
+        r = self.drain("send", "--source", "stripe", self.url + "/stripe",
+                       path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^200 source=stripe id=stripe/evt_file "
+                         r"stored$")
+        self.assertEqual(len(self.sb.rows(
+            "SELECT 1 FROM events WHERE webhook_id = 'stripe/evt_file'")), 1)
+
         self.assertEqual(sorted(i.split("/")[0] for i in ids),
                          ["generic", "gh", "slack", "stripe", "stripe", "tw"])
 
@@ -199,6 +212,22 @@ class TestSendSource(unittest.TestCase):
         self.assertRegex(r.stdout, r"(?m)^ok   source stripe: .* 200 as "
                          r"expected$")
         self.assertEqual(r.returncode, 1)
+
+    def test_sections_alone_are_probed_without_a_default_source(self):
+        # docs/HOSTING.md step 3: a file may hold sections only.
+        alone = self.sb.conf + ".alone"
+        with open(alone, "w") as g:
+            g.write("database = %s\n%s" % (self.sb.db, SOURCES))
+        os.chmod(alone, 0o600)
+        r = self.drain("check", "--url", self.url, conf=alone)
+        self.assertRegex(r.stdout, r"(?m)^ok   url: no default source .*"
+                         r"its sources are$")
+        self.assertNotRegex(r.stdout, r"(?m)^FAIL url")
+        self.assertRegex(r.stdout, r"(?m)^ok   source stripe: .* 200 as "
+                         r"expected$")
+        r = self.drain("send", "--size", "100", self.url, conf=alone)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("send --source NAME URL/NAME", r.stderr)
 
 
 if __name__ == "__main__":

@@ -721,8 +721,11 @@ class TestDrain(DrainBase):
         stripe_ids = [i for i, v in sent.items() if v[0].name == "stripe"]
         self.assertEqual([e["webhook_id"] for e in listed], stripe_ids)
         self.assertEqual({e["source"] for e in listed}, {"stripe"})
+        p = run_drain(self.sb, "list", "--source", "strpe")
+        self.assertEqual((p.returncode, p.stdout), (0, ""), p.stderr)
+        self.assertIn("has no [source strpe]", p.stderr)
         p = run_drain(self.sb, "list", "--source", "default")
-        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertIn(mid, p.stdout)
         self.assertNotIn("stripe/", p.stdout)
         p = run_drain(self.sb, "status", "--json")

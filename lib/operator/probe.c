@@ -194,6 +194,13 @@ probe_url(const struct config *c, const char *url,
 	const struct signature_key *key = sender_key(c);
 	struct signature_key wrong;
 
+	if (key == NULL && c->nsecrets == 0 && c->nsources > 0) {
+		/* Sections alone: the bare URL has no source to probe (it
+		 * answers 404); each source is probed at URL/NAME. */
+		say(&p, SETUP_OK, "no default source (no top-level secret): %s "
+		    "itself is not probed, its sources are", url);
+		return;
+	}
 	if (key == NULL) {
 		say(&p, SETUP_FAIL, "no whsec_ secret in %s to sign with", c->path);
 		return;

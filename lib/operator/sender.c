@@ -628,3 +628,46 @@ sender_new_id(char out[SENDER_ID_SIZE])
 	sodium_bin2hex(out + 4, SENDER_ID_SIZE - 4, rnd, sizeof rnd);
 	return out;
 }
+
+/* The headers send --source sends, as far as ids go: `id` under the
+ * header the id is read from, nothing else. */
+struct id_header {
+	const char	*name, *value;
+};
+
+static const char *
+id_header_get(void *arg, const char *name)
+{
+	const struct id_header *ih = arg;
+
+	return ih->name != NULL && strcasecmp(ih->name, name) == 0 ?
+	    ih->value : NULL;
+}
+
+char *
+sender_source_inbox_id(const struct config_source *src, const char *id,
+    const void *body, size_t len, char *out, size_t outsz)
+{
+	const struct scheme *s = src->scheme;
+	struct id_header ih = { NULL, id };
+	const struct scheme_headers h = { id_header_get, &ih };
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof sum + 1];
+	struct scheme_fields f;
+	const char *why;
+
+	if (src->locate.id != NULL)
+		ih.name = src->locate.id[0] == '/' ? NULL : src->locate.id;
+	else
+		ih.name = s->id == SCHEME_STANDARD ? "webhook-id" : s->id_header;
+	if (scheme_extract(s, &src->locate, &h, body, len, &f, &why) == -1)
+		return NULL;
+	if (f.id[0] != '\0') {
+		snprintf(out, outsz, "%s/%s", src->name, f.id);
+		return out;
+	}
+	crypto_hash_sha256(sum, body, len);
+	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+	snprintf(out, outsz, "%s/sha256:%s", src->name, hex);
+	return out;
+}

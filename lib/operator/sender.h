@@ -177,6 +177,18 @@ enum sender_status sender_post(const struct config *c,
 
 /* The same, signed as src's sender does (sender_source_headers) at the
  * current time; SENDER_UNSIGNED with err's reason when it cannot be. */
+/*
+ * The inbox id the receiver stores this delivery of src under, as it
+ * will read it (docs/DESIGN.md "Sources"): "NAME/" + the scheme's id —
+ * `id` where the scheme (or the section's `id =`) takes it from a header,
+ * else the body's own (a FILE's `id` member for Stripe) — or "NAME/
+ * sha256:HEX" of the body when it has none.  Into out (outsz bytes);
+ * returns out, or NULL when the id would be refused (the receiver's 400).
+ */
+char	*sender_source_inbox_id(const struct config_source *src,
+	    const char *id, const void *body, size_t len, char *out,
+	    size_t outsz);
+
 enum sender_status sender_post_source(const struct config *c,
 	    const struct config_source *src, const char *url, const char *id,
 	    const void *body, size_t len, struct sender_answer *a,

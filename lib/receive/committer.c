@@ -173,8 +173,8 @@ commit_batch(struct committer *cm, struct pending *batch, size_t n)
 			p->status = INBOX_FAILED;
 			buf_reset(p->err);
 			(void)buf_printf(p->err, "webhook-id is already stored "
-			    "from another source: nothing written "
-			    "(docs/DESIGN.md \"Sources\")");
+			    "from another source: nothing written; `webhook-drain "
+			    "show ID` says whose (docs/DESIGN.md \"Sources\")");
 		} else {
 			p->status = changed[i] ? INBOX_OK : INBOX_DUPLICATE;
 		}
