@@ -679,7 +679,7 @@ inbox_pg_store_batch(struct inbox *pib, struct inbox_batch *b, struct buf *err)
 	int64_t deadline = store_deadline(ib, b->d, b->n);
 	enum inbox_status s;
 	size_t i;
-	int changed, conflicts = 0;
+	int changed = 0, conflicts = 0;
 	char other[INBOX_SOURCE_MAX + 1];
 	struct buf why;
 
