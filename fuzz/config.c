@@ -152,7 +152,9 @@ check_loaded(const struct config *c)
 	check_path(c->log);
 	check_path(c->api_token_file);
 	check_path(c->api_ca_file);
-	CHECK(c->nsecrets >= 1 && c->nsecrets <= SIGNATURE_KEYS_MAX);
+	/* No top-level secret only for a file of [source] sections. */
+	CHECK((c->nsecrets >= 1 || c->nsources >= 1) &&
+	    c->nsecrets <= SIGNATURE_KEYS_MAX);
 	for (i = 0; i < c->nsecrets; i++)
 		CHECK(c->secrets[i].keylen >= 1 &&
 		    c->secrets[i].keylen <= SIGNATURE_KEY_MAX);
