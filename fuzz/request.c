@@ -125,11 +125,14 @@ part(const uint8_t **p, const uint8_t *end, int last)
 	return s;
 }
 
-/* The body stored under `id`: 1 with *out and *len set, 0 when no row. */
+/* The body stored under `id`: 1 with *out and *len set, 0 when no row.
+ * `other_source` (may be NULL) is set to 1 when the row is not the hk
+ * source's, else 0. */
 static int
-stored_body(const char *id, char **out, size_t *len)
+stored_body(const char *id, char **out, size_t *len, int *other_source)
 {
 	sqlite3_stmt *st;
+	const unsigned char *src;
 	int found = 0;
 
 	/* This connection must never checkpoint: a checkpoint that is not
@@ -144,11 +147,17 @@ stored_body(const char *id, char **out, size_t *len)
 		    NULL, NULL, NULL) == SQLITE_OK);
 	}
 	sqlite3_busy_timeout(check_db, 5000);
-	CHECK(sqlite3_prepare_v2(check_db, "SELECT body FROM events WHERE "
-	    "webhook_id = ?1", -1, &st, NULL) == SQLITE_OK);
+	CHECK(sqlite3_prepare_v2(check_db, "SELECT body, source FROM events "
+	    "WHERE webhook_id = ?1", -1, &st, NULL) == SQLITE_OK);
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (other_source != NULL)
+		*other_source = 0;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		found = 1;
+		src = sqlite3_column_text(st, 1);
+		if (other_source != NULL)
+			*other_source = src == NULL ||
+			    strcmp((const char *)src, "hk") != 0;
 		*len = (size_t)sqlite3_column_bytes(st, 0);
 		*out = malloc(*len + 1);
 		CHECK(*out != NULL);
@@ -218,7 +227,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf content;
 	size_t blen, np = 0, slen;
 	char *got;
-	int flags, status, sign_it, well_formed, source;
+	int flags, status, sign_it, well_formed, source, taken;
 
 	if (size == 0)
 		return 0;
@@ -300,19 +309,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hk_key(id, body, blen, rowid, sizeof rowid);
 	else
 		snprintf(rowid, sizeof rowid, "%s", id);
-	if (status == 200) {
-		CHECK(stored_body(rowid, &got, &slen));
-		if (strstr(fake.out, "stored\n") != NULL)
+	taken = 0;
+	if (stored_body(rowid, &got, &slen, &taken)) {
+		if (status == 200 && strstr(fake.out, "stored\n") != NULL)
 			CHECK(slen == blen && memcmp(got, body, blen) == 0);
 		free(got);
-	}
+	} else
+		CHECK(status != 200);
 	/* Without CONTENT_LENGTH the body is what the stream holds. */
 	/* A source's X-Id may be empty (the body's digest is the id) and
 	 * is at most 255 bytes (scheme.h, SCHEME_VALUE_MAX). */
-	/* A default-source id "hk/…" may be the hk source's already: that
-	 * is the documented 503, not a lost 200 (docs/DESIGN.md "Sources"). */
+	/* A default-source id "hk/…" may be the hk source's already, and an
+	 * hk id x may find "hk/x" taken by an earlier default-source event
+	 * (the run before stored it, signed): either is the documented 503,
+	 * not a lost 200 (docs/DESIGN.md "Sources"). */
 	well_formed = sign_it && !(flags & 4) && (source ? (*id == '\0' ||
-	    (plain_id(id) && strlen(id) < 256)) : plain_id(id) &&
+	    (plain_id(id) && strlen(id) < 256)) && !taken : plain_id(id) &&
 	    strncmp(id, "hk/", 3) != 0) &&
 	    blen <= MAX_BODY && (!(flags & 2) || !(flags & 64) || blen == 0);
 	if (well_formed)
