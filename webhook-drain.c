@@ -639,8 +639,10 @@ status_json_more(const struct config *c, cJSON *j,
 	buf_init(&err, BUF_ERR_MAX);
 	if ((ib = open_inbox(c)) != NULL) {
 		if (report_collect(ib, c->database, util_now_ns(), 0, st, rep,
-		    &err) == 0)
+		    &err) == 0) {
+			status_sources_configured(&rep->sources, c);
 			report_status_json(j, rep, at);
+		}
 		else
 			fprintf(stderr, "webhook-drain: %s\n", err.data);
 	}
@@ -674,6 +676,8 @@ cmd_status(const struct config *c, struct opts *o)
 	inbox_close(ib);
 	if (s != INBOX_OK)
 		return EXIT_FAILED;
+	if (!o->json)
+		status_sources_configured(&ss, c);
 	inbox_database_name(c->database, dbname, sizeof dbname);
 	status_attention(&r, now, o->max_pending_age, o->max_idle, dbname,
 	    c->retry_max_s, c->settle_s, &at);

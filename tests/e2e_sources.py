@@ -748,6 +748,40 @@ class TestDrain(DrainBase):
                           stripe_ids[0].split("/", 1)[1]))
 
 
+    def test_configured_source_without_events_shown(self):
+        """A source that never received anything is what a wrong URL at
+        the provider looks like: status, status --json, the report and
+        its metrics show it (docs/DESIGN.md "Sources")."""
+        p = BY_NAME["stripe"]
+        now = int(time.time())
+        body, ctx, _ = p.event(self.tag(p), now)
+        st, _, _ = self.send(p, body, p.headers(body, now, p.secret, ctx))
+        self.assertEqual(st, 200, self.diag())
+        q = run_drain(self.sb, "status")
+        self.assertIn("  stripe           pending 1, done 0, stale 0, "
+                      "dead 0\n", q.stdout)
+        for other in PROVIDERS:
+            if other.name != "stripe":
+                self.assertIn("\n  %-16s nothing received yet\n"
+                              % other.name, q.stdout)
+        q = run_drain(self.sb, "status", "--json")
+        by = {s["source"]: s for s in json.loads(q.stdout)["sources"]}
+        self.assertEqual(sorted(by), sorted(x.name for x in PROVIDERS))
+        self.assertEqual(by["stripe"]["pending"], 1)
+        self.assertEqual(by["github"], {"source": "github", "pending": 0,
+                                        "waiting_retry": 0, "done": 0,
+                                        "stale": 0, "dead": 0})
+        out = os.path.join(self.sb.dir, "report")
+        q = run_drain(self.sb, "report", "--out", out)
+        self.assertEqual(q.returncode, 0, q.stderr)
+        with open(os.path.join(out, "metrics.prom")) as f:
+            prom = f.read()
+        self.assertIn('webhook_source_events{source="github",state="pending"} 0\n',
+                      prom)
+        with open(os.path.join(out, "index.html")) as f:
+            self.assertIn("<tr><td>github</td>", f.read())
+
+
 class TestStripeOrder(DrainBase):
     """Order and the stale rule on Stripe's own clock (`created`), the
     object being data.object.id."""

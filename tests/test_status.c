@@ -9,6 +9,7 @@
 
 #include "lib/common/instant.h"
 #include "lib/operator/status.h"
+#include "lib/program/config.h"
 #include "tests/check_common.h"
 
 #define SEC	1000000000LL
@@ -240,6 +241,70 @@ START_TEST(sources_printed_when_named)
 }
 END_TEST
 
+/* A configured source with no events shows as "nothing received yet"
+ * (a wrong URL at the provider looks like that); rows stay in name
+ * order, a source with events is not doubled, and a config without
+ * sections adds nothing. */
+START_TEST(sources_configured_without_events)
+{
+	struct config_source src[3];
+	struct config c;
+	struct inbox_status_report r;
+	struct status_attention a;
+	struct status_sources ss;
+	char *out = NULL;
+	size_t len;
+	FILE *f;
+
+	memset(&c, 0, sizeof c);
+	memset(src, 0, sizeof src);
+	memset(&ss, 0, sizeof ss);
+	ss.n = 1;
+	snprintf(ss.s[0].source, sizeof ss.s[0].source, "default");
+	ss.s[0].done = 5;
+	status_sources_configured(&ss, &c);
+	ck_assert_int_eq(ss.n, 1);
+	ck_assert(!status_sources_named(&ss));
+
+	snprintf(src[0].name, sizeof src[0].name, "zeta");
+	snprintf(src[1].name, sizeof src[1].name, "alpha");
+	snprintf(src[2].name, sizeof src[2].name, "stripe");
+	c.sources = src;
+	c.nsources = 3;
+	ss.n = 2;
+	snprintf(ss.s[1].source, sizeof ss.s[1].source, "stripe");
+	ss.s[1].dead = 2;
+	status_sources_configured(&ss, &c);
+	ck_assert_int_eq(ss.n, 4);
+	ck_assert_str_eq(ss.s[0].source, "alpha");
+	ck_assert_str_eq(ss.s[1].source, "default");
+	ck_assert_str_eq(ss.s[2].source, "stripe");
+	ck_assert_int_eq(ss.s[2].dead, 2);
+	ck_assert_str_eq(ss.s[3].source, "zeta");
+	ck_assert_int_eq(ss.s[3].pending + ss.s[3].done + ss.s[3].dead, 0);
+
+	healthy(&r);
+	attention(&r, &a);
+	ck_assert_ptr_nonnull(f = open_memstream(&out, &len));
+	status_print(f, &r, &ss, &a, NOW);
+	fclose(f);
+	ck_assert_msg(contains(out, "by source:\n  alpha            nothing "
+	    "received yet\n  default          pending 0, done 5, stale 0, "
+	    "dead 0\n  stripe           pending 0, done 0, stale 0, dead 2\n"
+	    "  zeta             nothing received yet\n"), "%s", out);
+	free(out);
+
+	/* Full: the rest counted, not shown. */
+	ss.n = STATUS_SOURCES_MAX;
+	for (int i = 4; i < STATUS_SOURCES_MAX; i++)
+		snprintf(ss.s[i].source, sizeof ss.s[i].source, "zz%02d", i);
+	snprintf(src[0].name, sizeof src[0].name, "zzz");
+	status_sources_configured(&ss, &c);
+	ck_assert_int_eq(ss.n, STATUS_SOURCES_MAX);
+	ck_assert_int_eq(ss.more, 1);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -248,6 +313,7 @@ suite(void)
 
 	tcase_add_test(tc, healthy_needs_nothing);
 	tcase_add_test(tc, sources_printed_when_named);
+	tcase_add_test(tc, sources_configured_without_events);
 	tcase_add_test(tc, each_rule_at_its_limit);
 	tcase_add_test(tc, times_from_the_future);
 	tcase_add_test(tc, json_has_nulls_and_attention);

@@ -1,11 +1,13 @@
 /*
  * status: the report of `webhook-drain status` (operator/status.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/common/instant.h"
 #include "lib/common/utf8.h"
+#include "lib/program/config.h"
 #include "lib/operator/present.h"
 #include "lib/operator/status.h"
 
@@ -90,6 +92,31 @@ status_sources_read(struct inbox *ib, struct status_sources *ss,
 	return inbox_count_sources(ib, source_row, ss, err) == INBOX_OK ? 0 : -1;
 }
 
+void
+status_sources_configured(struct status_sources *ss, const struct config *c)
+{
+	size_t j;
+	int i, k;
+
+	for (j = 0; j < c->nsources; j++) {
+		const char *name = c->sources[j].name;
+
+		for (i = 0; i < ss->n && strcmp(ss->s[i].source, name) < 0; i++)
+			;
+		if (i < ss->n && strcmp(ss->s[i].source, name) == 0)
+			continue;
+		if (ss->n == STATUS_SOURCES_MAX) {
+			ss->more++;
+			continue;
+		}
+		for (k = ss->n; k > i; k--)
+			ss->s[k] = ss->s[k - 1];
+		memset(&ss->s[i], 0, sizeof ss->s[i]);
+		snprintf(ss->s[i].source, sizeof ss->s[i].source, "%s", name);
+		ss->n++;
+	}
+}
+
 int
 status_sources_named(const struct status_sources *ss)
 {
@@ -146,8 +173,15 @@ status_print(FILE *f, const struct inbox_status_report *r,
 	if (ss != NULL && status_sources_named(ss)) {
 		fprintf(f, "by source:\n");
 		for (i = 0; i < ss->n; i++) {
-			char *name = utf8_fix(ss->s[i].source);
+			const struct inbox_source_count *c = &ss->s[i];
+			char *name = utf8_fix(c->source);
 
+			if (c->pending + c->done + c->stale + c->dead == 0) {
+				fprintf(f, "  %-16s nothing received yet\n",
+				    name ? name : "?");
+				free(name);
+				continue;
+			}
 			fprintf(f, "  %-16s pending %lld", name ? name : "?",
 			    (long long)ss->s[i].pending);
 			if (ss->s[i].waiting_retry)

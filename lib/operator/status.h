@@ -17,6 +17,8 @@
 
 #include "lib/store/inbox.h"
 
+struct config;
+
 /* Attention lines at most: one per rule below (status_attention's and
  * status_failing's). */
 #define STATUS_ATTENTION_MAX	8
@@ -45,7 +47,15 @@ struct status_sources {
 int	status_sources_read(struct inbox *ib, struct status_sources *ss,
 	    struct buf *err) __attribute__((warn_unused_result));
 
-/* Did any event come through a [source NAME]?  (Else the per-source
+/* Add a row of zeros for each of c's [source NAME] sections with no
+ * events yet, in name order: a source that never received anything is
+ * what a wrong URL at the provider looks like, and a view that leaves it
+ * out cannot show it.  Past STATUS_SOURCES_MAX, counted in `more`. */
+void	status_sources_configured(struct status_sources *ss,
+	    const struct config *c);
+
+/* Is there a [source NAME]'s row (its events, or the zeros of
+ * status_sources_configured)?  (Else the per-source
  * views say nothing: an inbox of the default source alone looks as it
  * did before sources.) */
 int	status_sources_named(const struct status_sources *ss);

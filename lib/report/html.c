@@ -574,8 +574,8 @@ table_types(FILE *f, const struct report *r)
 	fputs("</pre>\n", f);
 }
 
-/* Events by source (docs/DESIGN.md "Sources"), now: only when one came
- * through a [source NAME]; each with its list command. */
+/* Events by source (docs/DESIGN.md "Sources"), now: only when there is a
+ * [source NAME]'s row; each with its list command. */
 static void
 table_sources(FILE *f, const struct report *r)
 {

@@ -317,6 +317,7 @@ report_refresh(const struct config *c, const char *dir,
 	    report_collect(ib, c->database, util_now_ns(), max_idle_s, NULL,
 	    r, err) == -1)
 		goto out;
+	status_sources_configured(&r->sources, c);
 	/* The directory is the report's: made when missing (docs/report.md),
 	 * as cron's first run with --report finds it. */
 	if (dir != NULL && mkdir(dir, 0755) == -1 && errno != EEXIST) {
