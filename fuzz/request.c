@@ -135,12 +135,19 @@ stored_body(const char *id, char **out, size_t *len, int *other_source)
 	const unsigned char *src;
 	int found = 0;
 
+	if (other_source != NULL)
+		*other_source = 0;
+
 	/* This connection must never checkpoint: a checkpoint that is not
 	 * the inbox's own (stamped in .wal-sync) is a stranger's write to
 	 * the database file, which a receiver answers with one 503 and a
 	 * reopen (docs/durability.md) -- right, but not a well-formed
 	 * delivery's 200.  Its DELETE every 4096 runs did just that. */
 	if (check_db == NULL) {
+		/* No inbox yet (the receiver creates it on its first signed
+		 * delivery; a GET or a bad signature never does): no row. */
+		if (access(db, F_OK) != 0)
+			return 0;
 		CHECK(sqlite3_open_v2(db, &check_db, SQLITE_OPEN_READWRITE,
 		    NULL) == SQLITE_OK);
 		CHECK(sqlite3_exec(check_db, "PRAGMA wal_autocheckpoint = 0",
@@ -150,8 +157,6 @@ stored_body(const char *id, char **out, size_t *len, int *other_source)
 	CHECK(sqlite3_prepare_v2(check_db, "SELECT body, source FROM events "
 	    "WHERE webhook_id = ?1", -1, &st, NULL) == SQLITE_OK);
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	if (other_source != NULL)
-		*other_source = 0;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		found = 1;
 		src = sqlite3_column_text(st, 1);

@@ -614,6 +614,22 @@ START_TEST(source_stored_under_its_name)
 }
 END_TEST
 
+/* An empty body at a source (no "id.ts." prefix before it): signed,
+ * stored as the empty body it is.  The body buffer was a null pointer
+ * then, and store() added an offset to it (UBSan, fuzz/request). */
+START_TEST(source_empty_body_stored)
+{
+	struct fx x;
+
+	fx_init(&x, "src", SOURCES);
+	github(&x, "/gh", "d-empty", "");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	ck_assert_str_eq(column(x.db, "length(body)", "gh/d-empty"), "0");
+	fx_free(&x);
+}
+END_TEST
+
 /* A URL nobody configured: 404, nothing read or stored. */
 START_TEST(unknown_source_404)
 {
@@ -872,6 +888,7 @@ receive_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sources");
 	tcase_add_test(tc, source_stored_under_its_name);
+	tcase_add_test(tc, source_empty_body_stored);
 	tcase_add_test(tc, unknown_source_404);
 	tcase_add_test(tc, sources_only_bare_url_404);
 	tcase_add_test(tc, slack_challenge_answered);

@@ -398,8 +398,11 @@ take_body(struct receive *rv, struct attempt *a)
 	rv->body.cap = (a->src ? 0 : strlen(a->id) + strlen(a->ts) + 2) +
 	    (size_t)a->conf->max_body_bytes;
 	a->why = "out of memory";
-	/* A named source's scheme signs its own content from the body. */
-	if (a->src == NULL && buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1)
+	/* A named source's scheme signs its own content from the body.  The
+	 * empty append allocates: the body, an empty one too, is then never
+	 * a null pointer (store() and the schemes add offsets to it). */
+	if (buf_append(&rv->body, "", 0) == -1 || (a->src == NULL &&
+	    buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1))
 		return 503;
 	a->prefix = rv->body.len;
 	/* A known length is allocated once: a 1 MiB body costs 1 MiB. */
