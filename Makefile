@@ -43,7 +43,7 @@ TSAN_TESTS = test_committer
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
 COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c \
 	      scheme_verify.c scheme_sign.c)
-PROGRAM_SRC = $(addprefix lib/program/,config.c version.c)
+PROGRAM_SRC = $(addprefix lib/program/,config.c source.c keyname.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
 STORE_SRC   = $(addprefix lib/store/,inbox.c event.c history.c) \
@@ -60,6 +60,7 @@ LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC)
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_scheme test_scheme_sign test_event test_config \
+	  test_source test_keyname \
 	  test_inbox test_handler test_guard test_runlock test_walsync test_committer \
 	  test_request test_site test_receive \
 	  test_present test_refetch test_drain test_paging test_setup_check \
@@ -182,7 +183,7 @@ FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/nul
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
 		   lib/common/signature.c lib/common/scheme.c lib/common/scheme_verify.c \
 		   lib/common/scheme_sign.c lib/store/event.c \
-		   lib/program/config.c)
+		   lib/program/config.c lib/program/source.c lib/program/keyname.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 
 $(FUZZ_LIB_OBJ): $(FB)/%.o: %.c $(LIB_H) fuzz/coverage-ignore.txt

@@ -21,6 +21,8 @@
 #include <sodium.h>
 
 #include "lib/program/config.h"
+#include "lib/program/keyname.h"
+#include "lib/program/source.h"
 #include "lib/store/inbox.h"
 
 /* How a value is read. */
@@ -154,59 +156,14 @@ struct parse {
 	unsigned	 source_seen;	/* its single-valued keys given */
 };
 
-/*
- * Could `s` be printed as the key of a refused line?  Only when it looks
- * like a key name, so that a pasted secret is never echoed: splitting at
- * the first '=' makes "whsec_…=" (base64 padding) or a bare padded token
- * a "key".  Key names are short words: letters, digits and '_', no
- * whsec_ or whpk_ anywhere (a key typed against a pasted secret), at most
- * 2 digits and no lower-to-upper case change (a random token has both).
- */
-static int
-key_like(const char *s)
+/* The table as lib/program/keyname.c reads it: refused keys' names. */
+static const char *
+key_name(size_t i)
 {
-	size_t n = strlen(s), i, digits = 0;
-
-	if (n == 0 || n > 32 || strstr(s, "whsec_") != NULL ||
-	    strstr(s, "whpk_") != NULL)
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (!isalnum(ch) && ch != '_')
-			return 0;
-		if (i > 0 && isupper(ch) && islower((unsigned char)s[i - 1]))
-			return 0;
-		digits += isdigit(ch) != 0;
-	}
-	return digits <= 2;
+	return keys[i].name;
 }
 
-static const struct key *near_key(const char *);
-
-/*
- * May a refused line's key be printed?  A key of the table, a near miss
- * of one (near_key), or a word as keys are written: lower-case letters
- * and '_', no digit ("logfile", "log_file": a person's guess at a key,
- * which the message must name).  A secret or token is none of these
- * (base64 and hex have digits or capitals), but a short word with digits
- * ("hunter22") may be a password, so it is not printed.
- */
-static int
-known_or_near(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < NKEYS; i++)
-		if (strcmp(s, keys[i].name) == 0)
-			return 1;
-	if (near_key(s) != NULL)
-		return 1;
-	for (i = 0; s[i] != '\0'; i++)
-		if (!islower((unsigned char)s[i]) && s[i] != '_')
-			return 0;
-	return i >= 2;
-}
+static const struct keyname_table key_names = { key_name, NKEYS };
 
 /*
  * Record the first error of the file, "file:line: key: what" (key NULL:
@@ -246,76 +203,11 @@ fail(struct parse *p, const char *key, const char *fmt, ...)
 		(void)buf_printf(to, "%s:%d: %s", p->path, p->line, what);
 	else
 		(void)buf_printf(to, "%s:%d: %s: %s", p->path, p->line,
-		    !key_like(key) ? "(a line that is not key = value)" :
-		    !known_or_near(key) ? "(a word that is not a key)" :
+		    !keyname_like(key) ? "(a line that is not key = value)" :
+		    !keyname_known_or_near(&key_names, key) ?
+		    "(a word that is not a key)" :
 		    util_escape(key, strlen(key), name, sizeof name), what);
 	return -1;
-}
-
-/*
- * The key an unknown name was probably meant to be by its start: the one
- * key that begins with name (4 letters at least: "handler_time" is
- * handler_timeout), else the longest key that name begins with and
- * continues with a letter or '_' ("logfile" is log, "database_url" is
- * database).  NULL when none.  Case is ignored, as near_key's distance
- * ignores it.
- */
-static const struct key *
-prefix_key(const char *name)
-{
-	const struct key *best = NULL;
-	size_t i, n = strlen(name), kn;
-	int many = 0;
-
-	if (n >= 4)
-		for (i = 0; i < NKEYS; i++)
-			if (strlen(keys[i].name) > n &&
-			    strncasecmp(keys[i].name, name, n) == 0) {
-				many += best != NULL;
-				best = &keys[i];
-			}
-	if (best != NULL && !many)
-		return best;
-	best = NULL;
-	for (i = 0; i < NKEYS; i++) {
-		kn = strlen(keys[i].name);
-		if (kn >= 3 && kn < n && strncasecmp(keys[i].name, name, kn) == 0 &&
-		    (isalpha((unsigned char)name[kn]) || name[kn] == '_') &&
-		    (best == NULL || kn > strlen(best->name)))
-			best = &keys[i];
-	}
-	return best;
-}
-
-/* The key an unknown name was probably meant to be: by its start
- * (prefix_key), else at most 2 edits away,
- * and fewer than half the key's length (so "foo" is not "log"); the
- * nearest, the first in the table on a tie.  NULL when none is close. */
-static const struct key *
-near_key(const char *name)
-{
-	const struct key *best = NULL;
-	int bestd = 3, d;
-	size_t i, n = strlen(name), kn, diff;
-
-	if ((best = prefix_key(name)) != NULL)
-		return best;
-
-	for (i = 0; i < NKEYS; i++) {
-		/* The distance is at least the difference in length: a name
-		 * that cannot be near is not compared (every line of a
-		 * garbled file comes here, twice). */
-		kn = strlen(keys[i].name);
-		diff = n > kn ? n - kn : kn - n;
-		if (diff >= (size_t)bestd || diff * 2 >= kn)
-			continue;
-		d = util_distance(name, keys[i].name);
-		if (d < bestd && (size_t)d * 2 < strlen(keys[i].name)) {
-			best = &keys[i];
-			bestd = d;
-		}
-	}
-	return best;
 }
 
 /* A relative path in the file is relative to the file's own directory, not
@@ -543,14 +435,16 @@ set_key(struct parse *p, const char *name, const char *v)
 {
 	const struct key *k = NULL;
 	size_t i;
+	long near;
 
 	if (*v == '\0')
 		return fail(p, name, "empty value");
 	for (i = 0; i < NKEYS && k == NULL; i++)
 		if (strcmp(name, keys[i].name) == 0)
 			k = &keys[i];
-	if (k == NULL && (k = near_key(name)) != NULL)
-		return fail(p, name, "unknown key (did you mean %s?)", k->name);
+	if (k == NULL && (near = keyname_near(&key_names, name)) != -1)
+		return fail(p, name, "unknown key (did you mean %s?)",
+		    keys[near].name);
 	if (k == NULL)
 		return fail(p, name, "unknown key");
 	i = (size_t)(k - keys);
@@ -562,102 +456,34 @@ set_key(struct parse *p, const char *name, const char *v)
 	return setters[k->kind](p, k, v);
 }
 
-/* ---- [source NAME] sections (docs/providers.md) ---- */
+/* ---- [source NAME] sections: lib/program/source.c ---- */
 
-/* A source's keys, each a bit of parse.source_seen; `only` is the scheme
- * a key belongs to (SCHEME_COUNT: every scheme). */
-static const struct source_key {
-	const char	*name;
-	enum scheme_id	 only;
-} source_keys[] = {
-	{ "scheme", SCHEME_COUNT }, { "secret", SCHEME_COUNT },
-	{ "tolerance", SCHEME_COUNT }, { "url", SCHEME_TWILIO },
-	{ "header", SCHEME_HMAC }, { "prefix", SCHEME_HMAC },
-	{ "algorithm", SCHEME_HMAC }, { "encoding", SCHEME_HMAC },
-	{ "timestamp_header", SCHEME_HMAC }, { "separator", SCHEME_HMAC },
-	{ "id", SCHEME_COUNT }, { "type", SCHEME_COUNT },
-	{ "time", SCHEME_COUNT }, { "object", SCHEME_COUNT },
-};
-#define NSOURCE_KEYS	(sizeof source_keys / sizeof source_keys[0])
-
-/*
- * A section line (s at its '['): "[source NAME]" opens a source; anything
- * else is refused.  The line's name is printed only once it is known to
- * be a well-formed NAME.
- */
-static int
+/* A section line (s at its '['): "[source NAME]" opens a source, whose
+ * lines follow; anything else is refused and its lines skipped. */
+static void
 section_line(struct parse *p, const char *s)
 {
-	struct config_source *src;
-	const char *name, *close, *after = NULL;
-	size_t n, i;
+	char why[SOURCE_WHY_MAX];
 
-	p->source = -2;
-	if ((close = strchr(s, ']')) != NULL)
-		after = close + 1 + strspn(close + 1, " \t\r");
-	if (strncmp(s, "[source ", 8) != 0 || close == NULL ||
-	    (*after != '\n' && *after != '\0'))
-		return fail(p, NULL, "sections are not used in this file but "
-		    "[source NAME]");
-	for (name = s + 8; *name == ' '; name++)
-		;
-	n = (size_t)(close - name);
-	if (n == 0 || n > CONFIG_SOURCE_NAME_MAX ||
-	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
-		return fail(p, NULL, "[source NAME]: NAME is 1 to %d of a-z, "
-		    "0-9, _ and -", CONFIG_SOURCE_NAME_MAX);
-	if (n == strlen(INBOX_DEFAULT_SOURCE) &&
-	    memcmp(name, INBOX_DEFAULT_SOURCE, n) == 0)
-		return fail(p, NULL, "[source default]: the top-level keys are "
-		    "the default source; name this one otherwise");
-	for (i = 0; i < p->c->nsources; i++)
-		if (strlen(p->c->sources[i].name) == n &&
-		    memcmp(p->c->sources[i].name, name, n) == 0)
-			return fail(p, NULL, "[source %.*s]: given twice "
-			    "(line %d)", (int)n, name, p->c->sources[i].line);
-	if (p->c->nsources == CONFIG_SOURCES_MAX)
-		return fail(p, NULL, "more than %d [source] sections",
-		    CONFIG_SOURCES_MAX);
-	if (p->c->sources == NULL && (p->c->sources = calloc(CONFIG_SOURCES_MAX,
-	    sizeof *p->c->sources)) == NULL)
-		return fail(p, NULL, "out of memory");
-	src = &p->c->sources[p->c->nsources];
-	memcpy(src->name, name, n);
-	src->name[n] = '\0';
-	src->line = p->line;
-	p->source = (int)p->c->nsources++;
 	p->source_seen = 0;
-	return 0;
+	if ((p->source = source_open(p->c, s, p->line, why)) < 0) {
+		p->source = -2;
+		(void)fail(p, NULL, "%s", why);
+	}
 }
 
-/* A string parameter of a source, owned by the config (config_free). */
+/* One `name = value` line of the section being read. */
 static int
-source_string(struct parse *p, const struct config_source *src,
-    const char **field, const char *v)
+set_source_key(struct parse *p, const char *name, const char *v)
 {
-	char *copy;
+	struct config_source *src = &p->c->sources[p->source];
+	char why[SOURCE_WHY_MAX];
+	size_t i;
+	int rc;
 
-	if ((copy = strdup(v)) == NULL)
-		return fail(p, NULL, "[source %s]: out of memory", src->name);
-	*field = copy;
-	return 0;
-}
-
-/* One `name = value` line of a [source NAME] section. */
-static int
-set_source_key(struct parse *p, struct config_source *src, const char *name,
-    const char *v)
-{
-	const struct source_key *k = NULL;
-	struct scheme_params *sp = &src->params;
-	const char *why;
-	size_t i, vl = strlen(v);
-	int64_t n;
-
-	for (i = 0; i < NSOURCE_KEYS && k == NULL; i++)
-		if (strcmp(name, source_keys[i].name) == 0)
-			k = &source_keys[i];
-	if (k == NULL) {
+	if ((rc = source_set(src, &p->source_seen, name, v, why)) == -1)
+		return fail(p, NULL, "%s", why);
+	if (rc == SOURCE_UNKNOWN_KEY) {
 		/* A top-level key below a section belongs to the section. */
 		for (i = 0; i < NKEYS; i++)
 			if (strcmp(name, keys[i].name) == 0)
@@ -666,121 +492,21 @@ set_source_key(struct parse *p, struct config_source *src, const char *name,
 				    "first section)", src->name, name);
 		return fail(p, NULL, "[source %s]: unknown key", src->name);
 	}
-	if (*v == '\0')
-		return fail(p, NULL, "[source %s]: %s: empty value", src->name,
-		    k->name);
-	i = (size_t)(k - source_keys);
-	if (k->only != SCHEME_COUNT || strcmp(k->name, "scheme") != 0) {
-		if (src->scheme == NULL)
-			return fail(p, NULL, "[source %s]: %s: put scheme = "
-			    "first", src->name, k->name);
-		if (k->only != SCHEME_COUNT && src->scheme->id != k->only)
-			return fail(p, NULL, "[source %s]: %s: only for scheme "
-			    "= %s", src->name, k->name,
-			    scheme_get(k->only)->name);
-	}
-	if (strcmp(k->name, "secret") != 0) {
-		if (p->source_seen & (1u << i))
-			return fail(p, NULL, "[source %s]: %s: given twice",
-			    src->name, k->name);
-		p->source_seen |= 1u << i;
-	}
-	if (strcmp(k->name, "scheme") == 0) {
-		if ((src->scheme = scheme_find(v)) == NULL)
-			return fail(p, NULL, "[source %s]: scheme: not one of "
-			    "standard stripe github shopify woocommerce slack "
-			    "paddle discord gitlab twilio hmac", src->name);
-		scheme_params_init(src->scheme, sp);
-		/* NULL means "." (scheme.h); every string here is owned. */
-		sp->separator = NULL;
-		return 0;
-	}
-	if (strcmp(k->name, "secret") == 0) {
-		/* Taken exactly as written (GitHub's may hold spaces and
-		 * quotes); only the commonest pastes are named. */
-		if (src->nsecrets == SCHEME_SECRETS_MAX)
-			return fail(p, NULL, "[source %s]: secret: more than %d",
-			    src->name, SCHEME_SECRETS_MAX);
-		if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0])
-			return fail(p, NULL, "[source %s]: secret: in quotes: "
-			    "values are written without them", src->name);
-		if (strstr(v, "REPLACE_WITH") != NULL)
-			return fail(p, NULL, "[source %s]: secret: still the "
-			    "example's placeholder", src->name);
-		if (scheme_secret_load(src->scheme, v,
-		    &src->secrets[src->nsecrets], &why) == -1)
-			return fail(p, NULL, "[source %s]: secret: %s",
-			    src->name, why);
-		src->nsecrets++;
-		return 0;
-	}
-	if (strcmp(k->name, "tolerance") == 0) {
-		if (util_parse_duration(v, DAY, &n) == -1)
-			return fail(p, NULL, "[source %s]: tolerance: not a "
-			    "duration of 0 (no window) to 1d", src->name);
-		sp->tolerance = n;
-		return 0;
-	}
-	if (strcmp(k->name, "algorithm") == 0) {
-		sp->alg = strcmp(v, "sha1") == 0 ? SCHEME_SHA1 :
-		    strcmp(v, "sha256") == 0 ? SCHEME_SHA256 :
-		    strcmp(v, "sha512") == 0 ? SCHEME_SHA512 : 0;
-		if (sp->alg == 0)
-			return fail(p, NULL, "[source %s]: algorithm: not one "
-			    "of sha1 sha256 sha512", src->name);
-		return 0;
-	}
-	if (strcmp(k->name, "encoding") == 0) {
-		sp->encoding = strcmp(v, "hex") == 0 ? SCHEME_HEX :
-		    strcmp(v, "base64") == 0 ? SCHEME_BASE64 : 0;
-		if (sp->encoding == 0)
-			return fail(p, NULL, "[source %s]: encoding: neither "
-			    "hex nor base64", src->name);
-		return 0;
-	}
-	if (strcmp(k->name, "id") == 0 || strcmp(k->name, "type") == 0 ||
-	    strcmp(k->name, "time") == 0 || strcmp(k->name, "object") == 0) {
-		struct scheme_locate *l = &src->locate;
-
-		/* A header name is a token (RFC 9110); a pointer starts with
-		 * '/' and is read when a delivery comes. */
-		if (v[0] != '/' && (vl > 64 || strspn(v, "abcdefghijklmnopqrstu"
-		    "vwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != vl))
-			return fail(p, NULL, "[source %s]: %s: neither a header "
-			    "name nor a JSON pointer (\"/data/id\")", src->name,
-			    k->name);
-		return source_string(p, src, k->name[0] == 'i' ? &l->id :
-		    k->name[1] == 'y' ? &l->type : k->name[1] == 'i' ?
-		    &l->time : &l->object, v);
-	}
-	return source_string(p, src, strcmp(k->name, "url") == 0 ? &sp->url :
-	    strcmp(k->name, "header") == 0 ? &sp->header :
-	    strcmp(k->name, "prefix") == 0 ? &sp->prefix :
-	    strcmp(k->name, "timestamp_header") == 0 ? &sp->timestamp_header :
-	    &sp->separator, v);
+	return 0;
 }
 
-/* After the file: each source has its scheme, a secret, and what its
- * scheme needs; errors name the source's [source] line. */
+/* After the file: each source is complete; errors name its [source]
+ * line. */
 static void
 check_sources(struct parse *p)
 {
-	const char *why;
+	char why[SOURCE_WHY_MAX];
 	size_t i;
 
 	for (i = 0; i < p->c->nsources; i++) {
-		struct config_source *src = &p->c->sources[i];
-
-		p->line = src->line;
-		if (src->scheme == NULL)
-			(void)fail(p, NULL, "[source %s]: scheme: required",
-			    src->name);
-		else if (src->nsecrets == 0)
-			(void)fail(p, NULL, "[source %s]: secret: required "
-			    "(as the provider's dashboard shows it)", src->name);
-		else if (scheme_params_check(src->scheme, &src->params,
-		    &why) == -1)
-			(void)fail(p, NULL, "[source %s]: %s", src->name, why);
+		p->line = p->c->sources[i].line;
+		if (source_check(&p->c->sources[i], why) == -1)
+			(void)fail(p, NULL, "%s", why);
 	}
 }
 
@@ -824,7 +550,7 @@ read_line(char *str, int num, void *stream)
 		for (s = str; *s == ' ' || *s == '\t'; s++)
 			;
 		if (*s == '[')
-			(void)section_line(r->p, s);
+			section_line(r->p, s);
 	}
 	r->mid_line = n > 0 && str[n - 1] != '\n';
 	return str;
@@ -842,8 +568,7 @@ on_pair(void *user, const char *section, const char *name, const char *value)
 	if (section[0] != '\0') {
 		if (p->source < 0)	/* its section line was refused */
 			return 0;
-		return set_source_key(p, &p->c->sources[p->source], name,
-		    value != NULL ? value : "") == 0;
+		return set_source_key(p, name, value != NULL ? value : "") == 0;
 	}
 	/* A secret's soft error is no error to inih: the line it reports is
 	 * then a hard error's, ours or its own. */
@@ -1048,23 +773,8 @@ config_free(struct config *c)
 		free(c->refetch[i]);
 	for (i = 0; i < SIGNATURE_KEYS_MAX; i++)
 		signature_key_wipe(&c->secrets[i]);
-	for (i = 0; c->sources != NULL && i < CONFIG_SOURCES_MAX; i++) {
-		struct scheme_params *sp = &c->sources[i].params;
-
-		/* The parameters' strings are the config's own copies
-		 * (source_string). */
-		free((char *)sp->url);
-		free((char *)sp->header);
-		free((char *)sp->prefix);
-		free((char *)sp->timestamp_header);
-		free((char *)sp->separator);
-		free((char *)c->sources[i].locate.id);
-		free((char *)c->sources[i].locate.type);
-		free((char *)c->sources[i].locate.time);
-		free((char *)c->sources[i].locate.object);
-		for (size_t j = 0; j < SCHEME_SECRETS_MAX; j++)
-			scheme_secret_wipe(&c->sources[i].secrets[j]);
-	}
+	for (i = 0; c->sources != NULL && i < CONFIG_SOURCES_MAX; i++)
+		source_free(&c->sources[i]);
 	free(c->sources);
 	memset(c, 0, sizeof *c);
 }
