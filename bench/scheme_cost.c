@@ -127,7 +127,7 @@ check(const struct config *c, const struct config_source *src, struct req *r)
 		event_fields_free(&f);
 		return rc;
 	} else {
-		const struct scheme_headers h = { get, r };
+		const struct scheme_headers h = { get, r, NULL };
 		struct scheme_result res;
 		struct scheme_fields sf;
 		const char *why;

@@ -142,7 +142,7 @@ sign_round_trip(const struct scheme *s, const struct scheme_params *p,
     size_t len)
 {
 	static struct scheme_signed out;
-	struct scheme_headers h = { signed_get, &out };
+	struct scheme_headers h = { signed_get, &out, NULL };
 	struct scheme_result res;
 	const char *why = NULL;
 	size_t i;
@@ -168,7 +168,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct scheme_secret keys[SCHEME_SECRETS_MAX];
 	struct hlist hl = { .n = 0 };
-	struct scheme_headers h = { hl_get, &hl };
+	struct scheme_headers h = { hl_get, &hl, NULL };
 	struct scheme_params p;
 	struct scheme_result res;
 	struct scheme_fields f;

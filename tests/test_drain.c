@@ -221,6 +221,7 @@ END_TEST
 START_TEST(handler_environment_names_the_source)
 {
 	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
+	char idbuf[DRAIN_PROVIDER_ID_SIZE];
 	struct inbox_event e;
 	const char *src = NULL, *pid = NULL;
 	size_t n;
@@ -228,7 +229,7 @@ START_TEST(handler_environment_names_the_source)
 	inbox_event_init(&e);
 	e.webhook_id = strdup("stripe/evt_1");
 	snprintf(e.source, sizeof e.source, "stripe");
-	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env);
+	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env, idbuf);
 	ck_assert_uint_le(n, DRAIN_HANDLER_ENV_MAX);
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(env[i].name, "WEBHOOK_SOURCE") == 0)
@@ -242,7 +243,7 @@ START_TEST(handler_environment_names_the_source)
 	free(e.webhook_id);
 	e.webhook_id = strdup("stripe/evt_2");
 	snprintf(e.source, sizeof e.source, "default");
-	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env);
+	n = drain_handler_env(&e, 0, REFETCH_NONE, "1", env, idbuf);
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(env[i].name, "WEBHOOK_SOURCE") == 0)
 			src = env[i].value;

@@ -519,7 +519,12 @@ END_TEST
 	"[source slack]\nscheme = slack\n" \
 	"secret = 8f742231b10e8888abcd99yyyzzz85a5\n" \
 	"[source gl]\nscheme = gitlab\nsecret = tok-1\n" \
-	"[source woo]\nscheme = woocommerce\nsecret = w\n"
+	"[source woo]\nscheme = woocommerce\nsecret = w\n" \
+	"[source tw]\nscheme = twilio\nsecret = " TW_TOKEN "\n" \
+	"url = https://hooks.example.net/webhook.fcgi/twilio\n"
+/* tests/vectors/providers.json, twilio_json_body_sha256: signed by
+ * twilio-node (getExpectedTwilioSignature over the URL it calls). */
+#define TW_TOKEN	"9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
 /* Lowercase hex HMAC-SHA256 of `msg` under `key` (any length). */
 static void
@@ -584,19 +589,215 @@ column(const char *db, const char *col, const char *id)
 	return out;
 }
 
+/* How many events' ids start with `prefix` (SQL LIKE, no wildcards in
+ * it), and the last such id in *id (static). */
+static int
+ids_like(const char *db, const char *prefix, const char **id)
+{
+	static char out[512];
+	char pat[300];
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int n = 0;
+
+	snprintf(pat, sizeof pat, "%s%%", prefix);
+	ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL),
+	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "SELECT webhook_id FROM events"
+	    " WHERE webhook_id LIKE ?1 ORDER BY rowid", -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_text(s, 1, pat, -1, SQLITE_STATIC);
+	out[0] = '\0';
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		snprintf(out, sizeof out, "%s", sqlite3_column_text(s, 0));
+		n++;
+	}
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	if (id != NULL)
+		*id = out;
+	return n;
+}
+
+/* WooCommerce's delivery of `body` as its webhook sends it: the delivery
+ * id it builds from the webhook and the second, the topic and its halves,
+ * base64 HMAC-SHA256 under the secret "w". */
+static void
+woo(struct fx *x, const char *delivery, const char *topic, const char *body)
+{
+	unsigned char mac[crypto_auth_hmacsha256_BYTES];
+	char b64[sodium_base64_ENCODED_LEN(sizeof mac,
+	    sodium_base64_VARIANT_ORIGINAL)];
+
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, (const unsigned char *)"w", 1);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)body,
+	    strlen(body));
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_bin2base64(b64, sizeof b64, mac, sizeof mac,
+	    sodium_base64_VARIANT_ORIGINAL);
+	post_to(x, "/woo", body);
+	param(x, "HTTP_X_WC_WEBHOOK_SIGNATURE=%s", b64);
+	param(x, "HTTP_X_WC_WEBHOOK_DELIVERY_ID=%s", delivery);
+	param(x, "HTTP_X_WC_WEBHOOK_TOPIC=%s", topic);
+	param(x, "HTTP_X_WC_WEBHOOK_RESOURCE=%.*s", (int)strcspn(topic, "."),
+	    topic);
+}
+
+/* Two WooCommerce deliveries of one webhook within one second share their
+ * delivery id (WC_Webhook::get_new_delivery_id hashes the webhook's id and
+ * the second) and WooCommerce never resends: both are stored, each under
+ * the id and its content's tag; an identical resend is still one event. */
+START_TEST(woocommerce_same_id_other_body_both_stored)
+{
+	const char *id;
+	struct fx x;
+
+	fx_init(&x, "woo-ids", SOURCES);
+	woo(&x, "5f2a", "order.updated", "{\"id\":3301,"
+	    "\"date_modified_gmt\":\"2026-12-07T10:00:00\"}");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	fx_free(&x);
+	fx_init(&x, "woo-ids", SOURCES);
+	woo(&x, "5f2a", "order.updated", "{\"id\":3302,"
+	    "\"date_modified_gmt\":\"2026-12-07T10:00:00\"}");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	fx_free(&x);
+	ck_assert_int_eq(ids_like(x.db, "woo/5f2a~", &id), 2);
+	ck_assert_str_eq(column(x.db, "object_id", id), "3302");
+	/* The same bytes again: provably the same event. */
+	fx_init(&x, "woo-ids", SOURCES);
+	woo(&x, "5f2a", "order.updated", "{\"id\":3302,"
+	    "\"date_modified_gmt\":\"2026-12-07T10:00:00\"}");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "duplicate\n"));
+	fx_free(&x);
+	ck_assert_int_eq(rows(x.db), 2);
+}
+END_TEST
+
+/* WooCommerce's ids are per resource type: customer 2200 and order 2200
+ * are two objects with two clocks, so a newer customer.updated does not
+ * make an older order.updated stale. */
+START_TEST(woocommerce_objects_keyed_by_resource)
+{
+	const char *id;
+	struct fx x;
+
+	fx_init(&x, "woo-obj", SOURCES);
+	woo(&x, "a1", "customer.updated", "{\"id\":2200,"
+	    "\"date_modified_gmt\":\"2026-12-07T10:05:00\"}");
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+	fx_init(&x, "woo-obj", SOURCES);
+	woo(&x, "b2", "order.updated", "{\"id\":2200,"
+	    "\"date_modified_gmt\":\"2026-12-07T10:00:00\"}");
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+	ck_assert_int_eq(ids_like(x.db, "woo/a1~", &id), 1);
+	ck_assert_str_eq(column(x.db, "object_type", id), "woo/customer");
+	ck_assert_str_eq(column(x.db, "object_id", id), "2200");
+	ck_assert_int_eq(ids_like(x.db, "woo/b2~", &id), 1);
+	ck_assert_str_eq(column(x.db, "object_type", id), "woo/order");
+	ck_assert_str_eq(column(x.db, "object_id", id), "2200");
+}
+END_TEST
+
+/* GitHub gives every hook and App that gets one event the same
+ * X-GitHub-Delivery, with its own body (github/docs#32822): two validly
+ * signed bodies under one GUID are two events. */
+START_TEST(github_shared_guid_other_body_stored)
+{
+	struct fx x;
+
+	fx_init(&x, "gh-guid", SOURCES);
+	github(&x, "/gh", "72d3162e", "{\"action\":\"opened\",\"hook_id\":1}");
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+	fx_init(&x, "gh-guid", SOURCES);
+	github(&x, "/gh", "72d3162e", "{\"action\":\"opened\",\"hook_id\":2}");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	fx_free(&x);
+	ck_assert_int_eq(ids_like(x.db, "gh/72d3162e~", NULL), 2);
+}
+END_TEST
+
+/* A captured delivery resent under the id of a future one (the id is a
+ * header outside the signed bytes, and GitHub signs no time) takes
+ * nothing from it: the real delivery, when it comes, is stored. */
+START_TEST(replay_under_future_id_takes_nothing)
+{
+	const char *captured = "{\"action\":\"closed\",\"number\":1}";
+	struct fx x;
+
+	fx_init(&x, "replay", SOURCES);
+	github(&x, "/gh", "d-1", captured);
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+	fx_init(&x, "replay", SOURCES);
+	github(&x, "/gh", "d-2", captured);	/* the replay */
+	ck_assert_int_eq(run(&x), 200);
+	fx_free(&x);
+	fx_init(&x, "replay", SOURCES);
+	github(&x, "/gh", "d-2", "{\"action\":\"opened\",\"number\":2}");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	fx_free(&x);
+	ck_assert_int_eq(ids_like(x.db, "gh/d-2~", NULL), 2);
+	ck_assert_int_eq(rows(x.db), 3);
+}
+END_TEST
+
+/* Twilio's JSON delivery: it appends ?bodySHA256=<hex> to the URL it was
+ * given and signs that; the config holds the URL as given, the request's
+ * query string the rest.  twilio-node's vector, through the receiver. */
+START_TEST(twilio_json_body_sha256_stored)
+{
+	static const char body[] = "{\"ParentAccountSid\":\"AC0\","
+	    "\"Payload\":\"{}\"}";
+	struct fx x;
+
+	fx_init(&x, "tw-json", SOURCES);
+	post_to(&x, "/tw", body);
+	param(&x, "QUERY_STRING=bodySHA256=d87b19e6bb74f9fa009461bc8b023355ba"
+	    "82078b1bf67a6b199fded07c1b0fc9");
+	param(&x, "CONTENT_TYPE=application/json");
+	param(&x, "HTTP_X_TWILIO_SIGNATURE=s+GgJIHuy1KiikdutyfwZN6YbkY=");
+	param(&x, "HTTP_I_TWILIO_IDEMPOTENCY_TOKEN=tok-1");
+	ck_assert_int_eq(run(&x), 200);
+	ck_assert(contains(x.fake.out, "stored\n"));
+	fx_free(&x);
+	ck_assert_int_eq(ids_like(x.db, "tw/tok-1~", NULL), 1);
+	/* Another body under the same query: the hash pins the body. */
+	fx_init(&x, "tw-json", SOURCES);
+	post_to(&x, "/tw", "{\"ParentAccountSid\":\"AC1\",\"Payload\":\"{}\"}");
+	param(&x, "QUERY_STRING=bodySHA256=d87b19e6bb74f9fa009461bc8b023355ba"
+	    "82078b1bf67a6b199fded07c1b0fc9");
+	param(&x, "HTTP_X_TWILIO_SIGNATURE=s+GgJIHuy1KiikdutyfwZN6YbkY=");
+	ck_assert_int_eq(run(&x), 401);
+	fx_free(&x);
+}
+END_TEST
+
 /* A source's delivery is stored under NAME/ + the provider's id, once;
  * the same id at the default source is another event. */
 START_TEST(source_stored_under_its_name)
 {
-	const char *body = "{\"action\":\"opened\"}";
+	const char *body = "{\"action\":\"opened\"}", *id;
 	struct fx x;
 
 	fx_init(&x, "src", SOURCES);
 	github(&x, "/gh", "d-1", body);
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "stored\n"));
-	ck_assert_str_eq(column(x.db, "type", "gh/d-1"), "issues");
-	ck_assert_str_eq(column(x.db, "source", "gh/d-1"), "gh");
+	/* GitHub's id lies outside the signed bytes: the content's tag
+	 * follows it (docs/providers.md "Ids"). */
+	ck_assert_int_eq(ids_like(x.db, "gh/d-1~", &id), 1);
+	ck_assert_str_eq(column(x.db, "type", id), "issues");
+	ck_assert_str_eq(column(x.db, "source", id), "gh");
 	fx_free(&x);
 	/* A redelivery, and the URL with a trailing '/'. */
 	fx_init(&x, "src", SOURCES);
@@ -619,13 +820,15 @@ END_TEST
  * then, and store() added an offset to it (UBSan, fuzz/request). */
 START_TEST(source_empty_body_stored)
 {
+	const char *id;
 	struct fx x;
 
 	fx_init(&x, "src", SOURCES);
 	github(&x, "/gh", "d-empty", "");
 	ck_assert_int_eq(run(&x), 200);
 	ck_assert(contains(x.fake.out, "stored\n"));
-	ck_assert_str_eq(column(x.db, "length(body)", "gh/d-empty"), "0");
+	ck_assert_int_eq(ids_like(x.db, "gh/d-empty~", &id), 1);
+	ck_assert_str_eq(column(x.db, "length(body)", id), "0");
 	fx_free(&x);
 }
 END_TEST
@@ -889,6 +1092,11 @@ receive_suite(void)
 	tc = tcase_create("sources");
 	tcase_add_test(tc, source_stored_under_its_name);
 	tcase_add_test(tc, source_empty_body_stored);
+	tcase_add_test(tc, woocommerce_same_id_other_body_both_stored);
+	tcase_add_test(tc, woocommerce_objects_keyed_by_resource);
+	tcase_add_test(tc, github_shared_guid_other_body_stored);
+	tcase_add_test(tc, replay_under_future_id_takes_nothing);
+	tcase_add_test(tc, twilio_json_body_sha256_stored);
 	tcase_add_test(tc, unknown_source_404);
 	tcase_add_test(tc, sources_only_bare_url_404);
 	tcase_add_test(tc, slack_challenge_answered);

@@ -112,7 +112,7 @@ START_TEST(vector_signs_as_the_sdk)
 	const struct scheme *s = scheme_find(pv_member(c, "scheme"));
 	struct scheme_secret keys[SCHEME_SECRETS_MAX];
 	struct scheme_signed out;
-	struct scheme_headers h = { signed_get, &out };
+	struct scheme_headers h = { signed_get, &out, NULL };
 	struct scheme_params p;
 	struct scheme_result res;
 	const char *why = NULL, *want, *got, *id, *type = NULL;
@@ -128,8 +128,17 @@ START_TEST(vector_signs_as_the_sdk)
 		    &keys[nkeys], &why), 0);
 		nkeys++;
 	}
+	char called[2048];
+
 	k = cJSON_IsNumber(ki) ? (size_t)ki->valuedouble : 0;
 	pv_params(c, s, &p);
+	/* The sender signs the URL it calls: the configured one and what it
+	 * appends (Twilio's bodySHA256). */
+	if (pv_member(c, "query") != NULL) {
+		snprintf(called, sizeof called, "%s?%s", p.url,
+		    pv_member(c, "query"));
+		p.url = called;
+	}
 	t = vector_time(s, &p, headers, (int64_t)now->valuedouble);
 	id = s->id_header != NULL ? vheader(headers, s->id_header) : NULL;
 	if (id == NULL)
@@ -165,7 +174,12 @@ START_TEST(vector_signs_as_the_sdk)
 	for (u = 0; u < out.n; u++) {
 		const char *v = vheader(headers, out.h[u].name);
 
+		/* Not compared: the send time, and what names one delivery
+		 * or one shop rather than the event (Shopify's webhook id
+		 * and shop domain). */
 		if (v != NULL && strcmp(out.h[u].name, "X-Shopify-Triggered-At") &&
+		    strcmp(out.h[u].name, "X-Shopify-Webhook-Id") &&
+		    strcmp(out.h[u].name, "X-Shopify-Shop-Domain") &&
 		    strcmp(out.h[u].name, s->signature_header))
 			ck_assert_msg(strcmp(v, out.h[u].value) == 0,
 			    "%s: %s: %s, the SDK's %s", name, out.h[u].name,
@@ -233,7 +247,7 @@ round_trip(enum scheme_id id, const struct scheme_params *pp,
 	const struct scheme *s = scheme_get(id);
 	struct scheme_secret keys[2];
 	struct scheme_signed out;
-	struct scheme_headers h = { signed_get, &out };
+	struct scheme_headers h = { signed_get, &out, NULL };
 	struct scheme_params p;
 	struct scheme_result res;
 	const char *why;
@@ -313,17 +327,20 @@ START_TEST(headers_as_each_sender_names_them)
 {
 	static const struct {
 		enum scheme_id	 id;
-		const char	*names[5];
+		const char	*names[8];
 	} cases[] = {
 		{ SCHEME_STANDARD, { "webhook-id", "webhook-timestamp",
 		    "webhook-signature" } },
 		{ SCHEME_STRIPE, { "Stripe-Signature" } },
 		{ SCHEME_GITHUB, { "X-Hub-Signature-256", "X-Hub-Signature",
 		    "X-GitHub-Delivery", "X-GitHub-Event" } },
-		{ SCHEME_SHOPIFY, { "X-Shopify-Hmac-Sha256", "X-Shopify-Webhook-Id",
-		    "X-Shopify-Topic", "X-Shopify-Triggered-At" } },
+		{ SCHEME_SHOPIFY, { "X-Shopify-Hmac-Sha256", "X-Shopify-Event-Id",
+		    "X-Shopify-Topic", "X-Shopify-Triggered-At",
+		    "X-Shopify-Webhook-Id", "X-Shopify-Shop-Domain",
+		    "X-Shopify-API-Version" } },
 		{ SCHEME_WOOCOMMERCE, { "X-WC-Webhook-Signature",
-		    "X-WC-Webhook-Delivery-ID", "X-WC-Webhook-Topic" } },
+		    "X-WC-Webhook-Delivery-ID", "X-WC-Webhook-Topic",
+		    "X-WC-Webhook-Resource", "X-WC-Webhook-Event" } },
 		{ SCHEME_SLACK, { "X-Slack-Signature",
 		    "X-Slack-Request-Timestamp" } },
 		{ SCHEME_PADDLE, { "Paddle-Signature" } },

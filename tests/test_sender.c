@@ -204,7 +204,7 @@ START_TEST(source_bodies_are_each_providers_events)
 		{ SCHEME_WOOCOMMERCE, "", 1, 1 },
 		{ SCHEME_STANDARD, SENDER_TEST_TYPE, 0, 0 },
 	};
-	struct scheme_headers h = { slist_get, NULL };
+	struct scheme_headers h = { slist_get, NULL, NULL };
 	struct scheme_fields f;
 	const char *why;
 	struct buf b;

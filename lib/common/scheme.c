@@ -211,6 +211,67 @@ raw_secret(const char *text, struct scheme_secret *out, const char **why)
 	return 0;
 }
 
+/*
+ * WooCommerce signs with wp_specialchars_decode(secret, ENT_QUOTES)
+ * (WC_Webhook::generate_signature): the text its settings page shows is
+ * the stored secret, and these entities in it become one byte each before
+ * the HMAC.  One pass, as PHP's strtr: "&amp;lt;" is "&lt;", not "<".
+ * Decimal forms with any leading zeros, hex forms ("&#x27;", 'x' and the
+ * digits in any case) for the quote, double quote and ampersand only, as
+ * WordPress's table has them.
+ */
+static size_t
+woo_entity(const char *t, char *out)
+{
+	static const struct { const char *name; char c; } named[] = {
+		{ "&quot;", '"' }, { "&lt;", '<' }, { "&gt;", '>' },
+		{ "&amp;", '&' },
+	};
+	static const struct { const char *digits; char c; int hex; } num[] = {
+		{ "39", '\'', 0 }, { "34", '"', 0 }, { "60", '<', 0 },
+		{ "62", '>', 0 }, { "38", '&', 0 }, { "27", '\'', 1 },
+		{ "22", '"', 1 }, { "26", '&', 1 },
+	};
+	size_t i, n;
+	int hex;
+
+	for (i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (strncmp(t, named[i].name, strlen(named[i].name)) == 0) {
+			*out = named[i].c;
+			return strlen(named[i].name);
+		}
+	if (strncmp(t, "&#", 2) != 0)
+		return 0;
+	hex = t[2] == 'x' || t[2] == 'X';
+	n = hex ? 3 : 2;
+	while (t[n] == '0')
+		n++;
+	for (i = 0; i < sizeof num / sizeof num[0]; i++)
+		if (num[i].hex == hex && strncmp(t + n, num[i].digits, 2) == 0 &&
+		    t[n + 2] == ';') {
+			*out = num[i].c;
+			return n + 3;
+		}
+	return 0;
+}
+
+static int
+woo_secret(const char *text, struct scheme_secret *out, const char **why)
+{
+	size_t i, o = 0, used;
+
+	if (raw_secret(text, out, why) == -1)
+		return -1;
+	for (i = 0; text[i] != '\0'; i += used ? used : 1)
+		if ((used = woo_entity(text + i, (char *)&out->key[o])) == 0)
+			out->key[o++] = (unsigned char)text[i];
+		else
+			o++;
+	sodium_memzero(out->key + o, out->len - o);
+	out->len = o;
+	return 0;
+}
+
 static int
 stripe_secret(const char *text, struct scheme_secret *out, const char **why)
 {
@@ -274,50 +335,77 @@ std_secret(const char *text, struct scheme_secret *out, const char **why)
 /* ---- the table ---- */
 
 static const struct scheme schemes[SCHEME_COUNT] = {
-	[SCHEME_STANDARD] = { SCHEME_STANDARD, "standard", "Standard Webhooks",
-	    "webhook-signature", "webhook-id", NULL, NULL, "/type",
-	    "webhook-timestamp", NULL, NULL, SCHEME_TOLERANCE,
-	    scheme_std_recognise, std_secret, scheme_std_verify },
-	[SCHEME_STRIPE] = { SCHEME_STRIPE, "stripe", "Stripe",
-	    "Stripe-Signature", NULL, "/id", NULL, "/type", NULL, "/created",
-	    "/data/object/id", SCHEME_TOLERANCE,
-	    scheme_stripe_recognise, stripe_secret, scheme_stripe_verify },
-	[SCHEME_GITHUB] = { SCHEME_GITHUB, "github", "GitHub",
-	    "X-Hub-Signature-256", "X-GitHub-Delivery", NULL, "X-GitHub-Event",
-	    NULL, NULL, NULL, NULL, 0,
-	    scheme_github_recognise, raw_secret, scheme_github_verify },
-	[SCHEME_SHOPIFY] = { SCHEME_SHOPIFY, "shopify", "Shopify",
-	    "X-Shopify-Hmac-Sha256", "X-Shopify-Webhook-Id", NULL,
-	    "X-Shopify-Topic", NULL, "X-Shopify-Triggered-At", "/updated_at",
-	    "/admin_graphql_api_id", 0,
-	    scheme_shopify_recognise, raw_secret, scheme_shopify_verify },
-	[SCHEME_WOOCOMMERCE] = { SCHEME_WOOCOMMERCE, "woocommerce", "WooCommerce",
-	    "X-WC-Webhook-Signature", "X-WC-Webhook-Delivery-ID", NULL,
-	    "X-WC-Webhook-Topic", NULL, NULL, "/date_modified_gmt", "/id", 0,
-	    scheme_woo_recognise, raw_secret, scheme_woo_verify },
-	[SCHEME_SLACK] = { SCHEME_SLACK, "slack", "Slack",
-	    "X-Slack-Signature", NULL, "/event_id", NULL, "/event/type", NULL,
-	    "/event_time", NULL, SCHEME_TOLERANCE,
-	    scheme_slack_recognise, raw_secret, scheme_slack_verify },
-	[SCHEME_PADDLE] = { SCHEME_PADDLE, "paddle", "Paddle Billing",
-	    "Paddle-Signature", NULL, "/event_id", NULL, "/event_type", NULL,
-	    "/occurred_at", "/data/id", SCHEME_TOLERANCE,
-	    scheme_paddle_recognise, paddle_secret, scheme_paddle_verify },
-	[SCHEME_DISCORD] = { SCHEME_DISCORD, "discord", "Discord",
-	    "X-Signature-Ed25519", NULL, "/id", NULL, "/event/type", NULL,
-	    "/event/timestamp", NULL,
-	    0, scheme_discord_recognise, discord_secret, scheme_discord_verify },
-	[SCHEME_GITLAB] = { SCHEME_GITLAB, "gitlab", "GitLab",
-	    "X-Gitlab-Token", "X-Gitlab-Event-UUID", NULL, "X-Gitlab-Event",
-	    NULL, NULL, NULL, NULL, 0,
-	    scheme_gitlab_recognise, raw_secret, scheme_gitlab_verify },
-	[SCHEME_TWILIO] = { SCHEME_TWILIO, "twilio", "Twilio",
-	    "X-Twilio-Signature", "I-Twilio-Idempotency-Token", NULL, NULL,
-	    NULL, NULL, NULL, NULL, 0,
-	    scheme_twilio_recognise, raw_secret, scheme_twilio_verify },
-	[SCHEME_HMAC] = { SCHEME_HMAC, "hmac", "a generic HMAC",
-	    "(configured)", NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-	    SCHEME_TOLERANCE, scheme_never_recognised, raw_secret, scheme_hmac_verify },
+	[SCHEME_STANDARD] = { .id = SCHEME_STANDARD, .name = "standard",
+	    .title = "Standard Webhooks", .signature_header = "webhook-signature",
+	    .id_header = "webhook-id", .id_header_signed = 1,
+	    .type_pointer = "/type", .time_header = "webhook-timestamp",
+	    .tolerance = SCHEME_TOLERANCE, .recognise = scheme_std_recognise,
+	    .secret_load = std_secret, .verify = scheme_std_verify },
+	[SCHEME_STRIPE] = { .id = SCHEME_STRIPE, .name = "stripe",
+	    .title = "Stripe", .signature_header = "Stripe-Signature",
+	    .id_pointer = "/id", .type_pointer = "/type",
+	    .time_pointer = "/created", .object_pointer = "/data/object/id",
+	    .tolerance = SCHEME_TOLERANCE, .recognise = scheme_stripe_recognise,
+	    .secret_load = stripe_secret, .verify = scheme_stripe_verify },
+	[SCHEME_GITHUB] = { .id = SCHEME_GITHUB, .name = "github",
+	    .title = "GitHub", .signature_header = "X-Hub-Signature-256",
+	    .id_header = "X-GitHub-Delivery", .type_header = "X-GitHub-Event",
+	    .recognise = scheme_github_recognise, .secret_load = raw_secret,
+	    .verify = scheme_github_verify },
+	/* The event's id first: Shopify's own guide finds duplicates by
+	 * X-Shopify-Event-Id; X-Shopify-Webhook-Id where it is missing. */
+	[SCHEME_SHOPIFY] = { .id = SCHEME_SHOPIFY, .name = "shopify",
+	    .title = "Shopify", .signature_header = "X-Shopify-Hmac-Sha256",
+	    .id_header = "X-Shopify-Event-Id",
+	    .id_header_fallback = "X-Shopify-Webhook-Id",
+	    .type_header = "X-Shopify-Topic",
+	    .time_header = "X-Shopify-Triggered-At", .time_pointer = "/updated_at",
+	    .object_pointer = "/admin_graphql_api_id",
+	    .recognise = scheme_shopify_recognise, .secret_load = raw_secret,
+	    .verify = scheme_shopify_verify },
+	/* Ids per resource type: order 2200 and customer 2200 are two
+	 * objects (X-WC-Webhook-Resource, else the topic's first word). */
+	[SCHEME_WOOCOMMERCE] = { .id = SCHEME_WOOCOMMERCE, .name = "woocommerce",
+	    .title = "WooCommerce", .signature_header = "X-WC-Webhook-Signature",
+	    .id_header = "X-WC-Webhook-Delivery-ID",
+	    .type_header = "X-WC-Webhook-Topic",
+	    .time_pointer = "/date_modified_gmt", .object_pointer = "/id",
+	    .object_type_header = "X-WC-Webhook-Resource",
+	    .recognise = scheme_woo_recognise, .secret_load = woo_secret,
+	    .verify = scheme_woo_verify },
+	[SCHEME_SLACK] = { .id = SCHEME_SLACK, .name = "slack", .title = "Slack",
+	    .signature_header = "X-Slack-Signature", .id_pointer = "/event_id",
+	    .type_pointer = "/event/type", .time_pointer = "/event_time",
+	    .tolerance = SCHEME_TOLERANCE, .recognise = scheme_slack_recognise,
+	    .secret_load = raw_secret, .verify = scheme_slack_verify },
+	[SCHEME_PADDLE] = { .id = SCHEME_PADDLE, .name = "paddle",
+	    .title = "Paddle Billing", .signature_header = "Paddle-Signature",
+	    .id_pointer = "/event_id", .type_pointer = "/event_type",
+	    .time_pointer = "/occurred_at", .object_pointer = "/data/id",
+	    .tolerance = SCHEME_TOLERANCE, .recognise = scheme_paddle_recognise,
+	    .secret_load = paddle_secret, .verify = scheme_paddle_verify },
+	[SCHEME_DISCORD] = { .id = SCHEME_DISCORD, .name = "discord",
+	    .title = "Discord", .signature_header = "X-Signature-Ed25519",
+	    .id_pointer = "/id", .type_pointer = "/event/type",
+	    .time_pointer = "/event/timestamp",
+	    .recognise = scheme_discord_recognise, .secret_load = discord_secret,
+	    .verify = scheme_discord_verify },
+	[SCHEME_GITLAB] = { .id = SCHEME_GITLAB, .name = "gitlab",
+	    .title = "GitLab", .signature_header = "X-Gitlab-Token",
+	    .id_header = "X-Gitlab-Event-UUID", .type_header = "X-Gitlab-Event",
+	    .recognise = scheme_gitlab_recognise, .secret_load = raw_secret,
+	    .verify = scheme_gitlab_verify },
+	[SCHEME_TWILIO] = { .id = SCHEME_TWILIO, .name = "twilio",
+	    .title = "Twilio", .signature_header = "X-Twilio-Signature",
+	    .id_header = "I-Twilio-Idempotency-Token",
+	    .recognise = scheme_twilio_recognise, .secret_load = raw_secret,
+	    .verify = scheme_twilio_verify,
+	    .content_digest = scheme_twilio_digest },
+	[SCHEME_HMAC] = { .id = SCHEME_HMAC, .name = "hmac",
+	    .title = "a generic HMAC", .signature_header = "(configured)",
+	    .tolerance = SCHEME_TOLERANCE,
+	    .recognise = scheme_never_recognised, .secret_load = raw_secret,
+	    .verify = scheme_hmac_verify },
 };
 
 const struct scheme *
@@ -607,7 +695,8 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	if (wants_body(over->id, s->id_pointer) ||
 	    wants_body(over->type, s->type_pointer) ||
 	    wants_body(over->time, s->time_pointer) ||
-	    wants_body(over->object, s->object_pointer)) {
+	    wants_body(over->object, s->object_pointer) ||
+	    wants_body(over->object_type, s->object_type_pointer)) {
 		size_t i = 0;
 
 		b.nul = util_json_has_escaped_nul((const char *)body, body_len);
@@ -622,7 +711,9 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	/* Only the id refuses: cut, it could merge two deliveries.  Any
 	 * other field that cannot be kept whole is left out and noted. */
 	if (locate(s, h, &b, over->id, s->id_header, s->id_pointer, out->id,
-	    why) == 0) {
+	    why) == 0 && (over->id != NULL || out->id[0] != '\0' ||
+	    s->id_header_fallback == NULL || locate(s, h, &b, NULL,
+	    s->id_header_fallback, NULL, out->id, why) == 0)) {
 		rc = 0;
 		note = *why;
 		if (locate(s, h, &b, over->type, s->type_header,
@@ -634,9 +725,58 @@ scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 		if (locate(s, h, &b, over->object, NULL, s->object_pointer,
 		    out->object, why) == -1)
 			out->object[0] = '\0';
+		if (locate(s, h, &b, over->object_type, s->object_type_header,
+		    s->object_type_pointer, out->object_type, why) == -1)
+			out->object_type[0] = '\0';
+		/* "order.updated", "orders/create": the resource alone. */
+		out->object_type[strcspn(out->object_type, "./")] = '\0';
 		if (*why == NULL)
 			*why = note;
 	}
 	cJSON_Delete(j);
 	return rc;
+}
+
+int
+scheme_id_signed(const struct scheme *s, const struct scheme_locate *over)
+{
+	if (over != NULL && over->id != NULL)
+		return over->id[0] == '/';
+	return s->id_header == NULL ? s->id_pointer != NULL :
+	    s->id_header_signed;
+}
+
+int
+scheme_content_digest(const struct scheme *s, const struct scheme_headers *h,
+    const unsigned char *body, size_t body_len, unsigned char out[32])
+{
+	if (s->content_digest != NULL)
+		return s->content_digest(h, body, body_len, out);
+	crypto_hash_sha256(out, body, body_len);
+	return 0;
+}
+
+char *
+scheme_event_key(const struct scheme *s, const struct scheme_locate *over,
+    const char *name, const struct scheme_fields *f,
+    const struct scheme_headers *h, const unsigned char *body,
+    size_t body_len, char *out, size_t outsz)
+{
+	unsigned char sum[crypto_hash_sha256_BYTES];
+	char hex[2 * sizeof sum + 1];
+	int n;
+
+	if (f->id[0] == '\0') {
+		crypto_hash_sha256(sum, body, body_len);
+		sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
+		n = snprintf(out, outsz, "%s/sha256:%s", name, hex);
+	} else if (scheme_id_signed(s, over)) {
+		n = snprintf(out, outsz, "%s/%s", name, f->id);
+	} else {
+		if (scheme_content_digest(s, h, body, body_len, sum) == -1)
+			return NULL;
+		sodium_bin2hex(hex, sizeof hex, sum, SCHEME_CONTENT_TAG_BYTES);
+		n = snprintf(out, outsz, "%s/%s~%s", name, f->id, hex);
+	}
+	return n < 0 || (size_t)n >= outsz ? NULL : out;
 }

@@ -74,6 +74,10 @@ enum scheme_encoding { SCHEME_HEX = 1, SCHEME_BASE64 };
 struct scheme_headers {
 	const char	*(*get)(void *arg, const char *name);
 	void		*arg;
+	/* The request's query string as it arrived (CGI's QUERY_STRING,
+	 * without '?'), or NULL: Twilio signs the URL it called, and for a
+	 * JSON body it adds bodySHA256=<hex> there (docs/providers.md). */
+	const char	*query;
 };
 
 /*
@@ -155,6 +159,20 @@ struct scheme {
 	const char	*type_header, *type_pointer;
 	const char	*time_header, *time_pointer;
 	const char	*object_pointer;
+	/* The object's resource type, where the provider's object ids are
+	 * per type (WooCommerce's order 2200 and customer 2200): a header,
+	 * else a pointer; the value's part before its first '.' or '/'
+	 * ("order.updated" -> "order").  NULL both: ids are unique across
+	 * types (Stripe's cus_…, Paddle's ctm_…) or carry it (Shopify's
+	 * gid://shopify/Order/…). */
+	const char	*object_type_header, *object_type_pointer;
+	/* Does the signature cover id_header?  Only Standard Webhooks signs
+	 * its id; every other provider's id header lies outside the signed
+	 * bytes, so it alone proves nothing (scheme_id_signed). */
+	int		 id_header_signed;
+	/* A second id header, read when id_header is absent (Shopify's
+	 * X-Shopify-Webhook-Id behind its X-Shopify-Event-Id). */
+	const char	*id_header_fallback;
 	int64_t		 tolerance;	/* default; 0: no timestamp window */
 	/* Is this delivery of this scheme (its signature header present)? */
 	int		(*recognise)(const struct scheme_headers *h);
@@ -167,6 +185,13 @@ struct scheme {
 			    const struct scheme_headers *h,
 			    const unsigned char *body, size_t body_len,
 			    int64_t now, struct scheme_result *res);
+	/* The SHA-256 of what the signature covers, in a form that two
+	 * encodings of the same signed content share (Twilio's form: its
+	 * sorted, decoded parameters); NULL: the body's bytes.  0, or -1
+	 * when out of memory. */
+	int		(*content_digest)(const struct scheme_headers *h,
+			    const unsigned char *body, size_t body_len,
+			    unsigned char out[32]);
 };
 
 /* The scheme called `name` (exact, lower case), or NULL. */
@@ -240,6 +265,9 @@ char	*scheme_mismatch(const struct scheme *endpoint,
 /* What scheme_extract found; each value NUL-terminated, "" when absent. */
 struct scheme_fields {
 	char	id[SCHEME_VALUE_MAX];
+	/* The object's resource type, cut at its first '.' or '/' ("order"
+	 * of "order.updated"); "" when the scheme and section name none. */
+	char	object_type[SCHEME_VALUE_MAX];
 	char	type[SCHEME_VALUE_MAX];
 	char	time[SCHEME_VALUE_MAX];	/* as sent: Unix seconds or RFC 3339 */
 	char	object[SCHEME_VALUE_MAX];
@@ -252,8 +280,57 @@ struct scheme_fields {
  * "/data/object/id").  NULL: the scheme's default.  Borrowed strings.
  */
 struct scheme_locate {
-	const char	*id, *type, *time, *object;
+	const char	*id, *type, *time, *object, *object_type;
 };
+
+/*
+ * Is the id scheme_extract reads for s (with `over`, NULL: none) covered
+ * by the signature?  1 when it is read from the body (every scheme signs
+ * its body) or from a header the scheme signs (Standard Webhooks'
+ * webhook-id); 0 when it comes from a header outside the signed bytes
+ * (GitHub's X-GitHub-Delivery, WooCommerce's X-WC-Webhook-Delivery-ID…):
+ * then the id alone does not prove two deliveries are one event
+ * (docs/providers.md "Ids").
+ */
+int	scheme_id_signed(const struct scheme *s, const struct scheme_locate *over);
+
+/* Bytes of a content tag in an event key: the first 8 of the signed
+ * content's SHA-256, as 16 lowercase hex digits (scheme_event_key). */
+#define SCHEME_CONTENT_TAG_BYTES	8
+
+/*
+ * The inbox id of a verified delivery of source `name` (scheme s, its
+ * section's `over`), whose fields scheme_extract gave in f
+ * (docs/providers.md "Ids"); the rule is that a duplicate is only ever a
+ * delivery that is provably the same event:
+ *   - the signature covers the id (scheme_id_signed): "NAME/" + the id;
+ *   - it does not (a header outside the signed bytes): "NAME/" + the id +
+ *     "~" + SCHEME_CONTENT_TAG_BYTES of scheme_content_digest in hex, so
+ *     the same id with other content is another event (WooCommerce's
+ *     per-second ids, GitHub's GUID shared by the hooks of one event, a
+ *     captured delivery replayed under a future id) and a true resend
+ *     still one;
+ *   - no id: "NAME/sha256:" + the body's SHA-256 in hex.
+ * Into out (outsz bytes, at least INBOX_SOURCE_MAX + SCHEME_VALUE_MAX +
+ * 90 to hold any).  Returns out, or NULL when out of memory or out is too
+ * small.
+ */
+char	*scheme_event_key(const struct scheme *s, const struct scheme_locate *over,
+	    const char *name, const struct scheme_fields *f,
+	    const struct scheme_headers *h, const unsigned char *body,
+	    size_t body_len, char *out, size_t outsz);
+
+/*
+ * The SHA-256 of the signed content of a delivery of scheme s, into out:
+ * two deliveries with the same digest carry the same signed content,
+ * whatever the encoding (a Twilio form's parameters reordered); the
+ * body's own SHA-256 for every scheme that signs its bytes.  0, or -1
+ * when out of memory.
+ */
+int	scheme_content_digest(const struct scheme *s,
+	    const struct scheme_headers *h, const unsigned char *body,
+	    size_t body_len, unsigned char out[32])
+	    __attribute__((warn_unused_result));
 
 /*
  * The fields of a verified delivery: where `over` (NULL: none) names a
@@ -277,7 +354,10 @@ int	scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 /* Headers a signed delivery carries: the most any scheme sends (GitHub:
  * two signatures, delivery, event) and a source's own id and type
  * headers (scheme_signed_add). */
-#define SCHEME_SIGNED_HEADERS_MAX	8
+#define SCHEME_SIGNED_HEADERS_MAX	10
+/* The Admin API version send --source shopify names (X-Shopify-API-Version):
+ * a stable one Shopify supported when this was written. */
+#define SCHEME_SHOPIFY_API_VERSION	"2025-10"
 /* A header's name, bytes + NUL: the providers' are < 40; a configured
  * one (hmac's header) longer is refused. */
 #define SCHEME_HEADER_NAME_MAX		64
@@ -318,10 +398,13 @@ int	scheme_can_sign(const struct scheme *s, const struct scheme_secret *key,
  *   stripe       Stripe-Signature: t=…,v1=…
  *   github       X-Hub-Signature-256, X-Hub-Signature (SHA-1, as GitHub
  *                still sends), X-GitHub-Delivery, X-GitHub-Event
- *   shopify      X-Shopify-Hmac-Sha256, X-Shopify-Webhook-Id,
- *                X-Shopify-Topic, X-Shopify-Triggered-At
+ *   shopify      X-Shopify-Hmac-Sha256, X-Shopify-Event-Id,
+ *                X-Shopify-Topic, X-Shopify-Triggered-At,
+ *                X-Shopify-Webhook-Id, X-Shopify-Shop-Domain,
+ *                X-Shopify-API-Version
  *   woocommerce  X-WC-Webhook-Signature, X-WC-Webhook-Delivery-ID,
- *                X-WC-Webhook-Topic
+ *                X-WC-Webhook-Topic, X-WC-Webhook-Resource and
+ *                X-WC-Webhook-Event (the topic's halves)
  *   slack        X-Slack-Signature (v0=), X-Slack-Request-Timestamp
  *   paddle       Paddle-Signature: ts=…;h1=…
  *   gitlab       X-Gitlab-Token (the secret itself), X-Gitlab-Event-UUID,

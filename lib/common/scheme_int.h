@@ -127,6 +127,9 @@ void scheme_twilio_free(struct scheme_twilio *tc);
  * the URL has none. */
 int scheme_twilio_body_matches(const char *url, const unsigned char *body,
 	    size_t body_len);
+/* Twilio's content_digest (struct scheme). */
+int scheme_twilio_digest(const struct scheme_headers *h,
+	    const unsigned char *body, size_t body_len, unsigned char out[32]);
 int scheme_never_recognised(const struct scheme_headers *h);
 void scheme_hmac_verify(const struct scheme_params *p,
 	    const struct scheme_secret *keys, size_t nkeys,

@@ -173,7 +173,7 @@ scheme_sign(const struct scheme *s, const struct scheme_params *p,
 		if (encoded_mac(SCHEME_SHA256, SCHEME_BASE64, key, parts, 1, "",
 		    v) == -1 ||
 		    scheme_signed_add(out, s->signature_header, v) == -1 ||
-		    opt_add(out, shop ? "X-Shopify-Webhook-Id" :
+		    opt_add(out, shop ? "X-Shopify-Event-Id" :
 		    "X-WC-Webhook-Delivery-ID", id) == -1 ||
 		    opt_add(out, shop ? "X-Shopify-Topic" : "X-WC-Webhook-Topic",
 		    type) == -1)
@@ -182,9 +182,30 @@ scheme_sign(const struct scheme *s, const struct scheme_params *p,
 			time_t t = (time_t)timestamp;
 			struct tm tm;
 
+			/* What @shopify/shopify-api's validate requires beside
+			 * the HMAC: the shop, the API version, the delivery's
+			 * own id (one delivery: the event's id here). */
 			if (gmtime_r(&t, &tm) == NULL ||
 			    strftime(v2, sizeof v2, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0 ||
-			    scheme_signed_add(out, "X-Shopify-Triggered-At", v2) == -1)
+			    scheme_signed_add(out, "X-Shopify-Triggered-At", v2) == -1 ||
+			    opt_add(out, "X-Shopify-Webhook-Id", id) == -1 ||
+			    scheme_signed_add(out, "X-Shopify-Shop-Domain",
+			    "webhook-inbox-send.myshopify.com") == -1 ||
+			    scheme_signed_add(out, "X-Shopify-API-Version",
+			    SCHEME_SHOPIFY_API_VERSION) == -1)
+				goto out;
+		} else if (type != NULL && strchr(type, '.') != NULL) {
+			/* WooCommerce names the topic's two halves too: the
+			 * resource keys the object (docs/providers.md). */
+			size_t rl = strcspn(type, ".");
+
+			if (rl >= sizeof v2)
+				goto out;
+			memcpy(v2, type, rl);
+			v2[rl] = '\0';
+			if (scheme_signed_add(out, "X-WC-Webhook-Resource", v2) == -1 ||
+			    scheme_signed_add(out, "X-WC-Webhook-Event",
+			    type + rl + 1) == -1)
 				goto out;
 		}
 		break;

@@ -646,11 +646,12 @@ param_cmp(const void *a, const void *b)
 }
 
 /* The URL with its port removed (any port), or with the default port
- * added when it has none: the two forms twilio's validateRequest tries. */
+ * added when it has none: the two forms twilio's validateRequest tries.
+ * The host is what follows a user:password@, whose ':' is no port. */
 static int
 url_port_variant(const char *url, char *out, size_t outsz)
 {
-	const char *host, *end, *colon;
+	const char *host, *end, *colon, *at;
 	const char *port;
 	int n;
 
@@ -664,6 +665,8 @@ url_port_variant(const char *url, char *out, size_t outsz)
 		return -1;
 	}
 	end = host + strcspn(host, "/?#");
+	while ((at = memchr(host, '@', (size_t)(end - host))) != NULL)
+		host = at + 1;
 	colon = memchr(host, ':', (size_t)(end - host));
 	if (colon != NULL)
 		n = snprintf(out, outsz, "%.*s%s", (int)(colon - url), url, end);
@@ -673,17 +676,66 @@ url_port_variant(const char *url, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
-/* Does url carry bodySHA256= (Twilio's JSON bodies)?  Then *hash points
- * at its value. */
+/*
+ * The value of the parameter named exactly `name` in a query string or a
+ * header's list (entries split at any byte of `seps`, each "name=value"),
+ * as a span into it; 0 when there is none.  Names are compared whole:
+ * "xbodySHA256=" is not "bodySHA256=".
+ */
 static int
-twilio_body_hash(const char *url, const char **hash)
+param_value(const char *list, const char *seps, const char *name,
+    struct span *v)
 {
-	const char *b = strstr(url, "bodySHA256=");
+	size_t nl = strlen(name);
 
-	if (b == NULL)
-		return 0;
-	*hash = b + 11;
-	return 1;
+	while (list != NULL && *list != '\0') {
+		size_t len = strcspn(list, seps);
+
+		if (len > nl && strncmp(list, name, nl) == 0 && list[nl] == '=') {
+			v->p = list + nl + 1;
+			v->len = len - nl - 1;
+			return 1;
+		}
+		list += len;
+		list += *list != '\0';
+	}
+	return 0;
+}
+
+/* The query string of url (after its first '?', up to a '#'), or NULL. */
+static const char *
+url_query(const char *url)
+{
+	const char *q = strchr(url, '?');
+
+	return q != NULL ? q + 1 : NULL;
+}
+
+/* Does url carry bodySHA256= (Twilio's JSON bodies)?  Then *hash is its
+ * value. */
+static int
+twilio_body_hash(const char *url, struct span *hash)
+{
+	return param_value(url_query(url), "&#", "bodySHA256", hash);
+}
+
+/*
+ * The URL Twilio called: the configured one, its query string replaced by
+ * the request's when the request has one (Twilio appends bodySHA256 to
+ * the URL it was given, so no configured URL can hold it).  Into out;
+ * 0, or -1 when it does not fit.
+ */
+static int
+twilio_url(const char *url, const char *query, char *out, size_t outsz)
+{
+	int n;
+
+	if (query == NULL || *query == '\0')
+		n = snprintf(out, outsz, "%s", url);
+	else
+		n = snprintf(out, outsz, "%.*s?%s", (int)strcspn(url, "?#"),
+		    url, query);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
 int
@@ -692,13 +744,13 @@ scheme_twilio_body_matches(const char *url, const unsigned char *body,
 {
 	unsigned char d[crypto_hash_sha256_BYTES];
 	char hex[2 * sizeof d + 1];
-	const char *want;
+	struct span want;
 
 	if (!twilio_body_hash(url, &want))
 		return -1;
 	crypto_hash_sha256(d, body, body_len);
 	sodium_bin2hex(hex, sizeof hex, d, sizeof d);
-	return strcspn(want, "&#") == 64 && sodium_memcmp(hex, want, 64) == 0;
+	return want.len == 64 && sodium_memcmp(hex, want.p, 64) == 0;
 }
 
 int
@@ -707,7 +759,7 @@ scheme_twilio_content(const char *url, const unsigned char *body,
     const char **why)
 {
 	struct param *params = NULL;
-	const char *hash;
+	struct span hash;
 	size_t np = 0, i, start;
 
 	memset(tc, 0, sizeof *tc);
@@ -790,9 +842,9 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 	const char *why;
 	struct scheme_twilio tc;
 	enum scheme_outcome o;
-	struct span e;
+	struct span e, a;
 	enum scheme_alg alg = SCHEME_SHA1;
-	char other[2048];
+	char url[2048], other[2048];
 	int rc;
 
 	(void)now;
@@ -805,15 +857,17 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 		    "(the source's url)");
 		return;
 	}
+	if (twilio_url(p->url, h->query, url, sizeof url) == -1) {
+		scheme_refuse(res, SCHEME_MALFORMED, "the request's query string "
+		    "is longer than a Twilio URL");
+		return;
+	}
 	/* The newer shared-key signatures name their algorithm; without the
 	 * header it is the Auth Token's HMAC-SHA1. */
-	if (settings != NULL && strstr(settings, "algorithm=") != NULL) {
-		const char *a = strstr(settings, "algorithm=") + 10;
-		size_t al = strcspn(a, ", ");
-
-		if (al == 11 && strncasecmp(a, "HMAC_SHA256", 11) == 0)
+	if (param_value(settings, ",; ", "algorithm", &a)) {
+		if (a.len == 11 && strncasecmp(a.p, "HMAC_SHA256", 11) == 0)
 			alg = SCHEME_SHA256;
-		else if (!(al == 9 && strncasecmp(a, "HMAC_SHA1", 9) == 0)) {
+		else if (!(a.len == 9 && strncasecmp(a.p, "HMAC_SHA1", 9) == 0)) {
 			scheme_refuse(res, SCHEME_MALFORMED, "unknown Twilio signature "
 			    "algorithm");
 			return;
@@ -821,12 +875,12 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 	}
 	/* JSON bodies: the URL carries the body's SHA-256, hex; the
 	 * signature covers the URL alone. */
-	if (scheme_twilio_body_matches(p->url, body, body_len) == 0) {
+	if (scheme_twilio_body_matches(url, body, body_len) == 0) {
 		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "the body does not match "
 		    "the URL's bodySHA256");
 		return;
 	}
-	if (scheme_twilio_content(p->url, body, body_len, &tc, &o, &why) == -1) {
+	if (scheme_twilio_content(url, body, body_len, &tc, &o, &why) == -1) {
 		scheme_refuse(res, o, why);
 		return;
 	}
@@ -834,7 +888,7 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 	e.len = strlen(sig);
 	rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, tc.parts,
 	    tc.nparts, &e, 1, res);
-	if (rc != 0 && url_port_variant(p->url, other, sizeof other) == 0) {
+	if (rc != 0 && url_port_variant(url, other, sizeof other) == 0) {
 		tc.parts[0].p = other;
 		tc.parts[0].len = strlen(other);
 		rc = scheme_match_macs(alg, SCHEME_BASE64, keys, nkeys, tc.parts,
@@ -846,6 +900,42 @@ scheme_twilio_verify(const struct scheme_params *p, const struct scheme_secret *
 	else
 		scheme_verified(res);
 	scheme_twilio_free(&tc);
+}
+
+/*
+ * Twilio's signed content, digested: a form's parameters as the signature
+ * takes them (sorted, decoded, each name and value length-prefixed), so
+ * that a form reordered or re-encoded is the same content; a JSON body
+ * (bodySHA256 in the request's query) its bytes, which the URL pins.
+ */
+int
+scheme_twilio_digest(const struct scheme_headers *h, const unsigned char *body,
+    size_t body_len, unsigned char out[32])
+{
+	crypto_hash_sha256_state st;
+	struct scheme_twilio tc;
+	enum scheme_outcome o;
+	const char *why;
+	struct span hash;
+	size_t i;
+
+	if (param_value(h->query, "&#", "bodySHA256", &hash)) {
+		crypto_hash_sha256(out, body, body_len);
+		return 0;
+	}
+	if (scheme_twilio_content("", body, body_len, &tc, &o, &why) == -1)
+		return -1;
+	crypto_hash_sha256_init(&st);
+	for (i = 1; i < tc.nparts; i++) {
+		uint64_t len = tc.parts[i].len;
+
+		crypto_hash_sha256_update(&st, (const unsigned char *)&len,
+		    sizeof len);
+		crypto_hash_sha256_update(&st, tc.parts[i].p, tc.parts[i].len);
+	}
+	crypto_hash_sha256_final(&st, out);
+	scheme_twilio_free(&tc);
+	return 0;
 }
 
 /* ---- hmac, the generic scheme ---- */

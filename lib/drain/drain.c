@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "lib/drain/api.h"
+#include "lib/common/scheme.h"
 #include "lib/drain/drain.h"
 #include "lib/drain/refetch.h"
 #include "lib/drain/runlock.h"
@@ -161,24 +162,52 @@ drain_count_stale(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
 	return 0;
 }
 
+/* The content tag's length, hex digits. */
+#define TAG	(2 * SCHEME_CONTENT_TAG_BYTES)
+
+/*
+ * The provider's own id in a named source's inbox id (docs/DESIGN.md
+ * "Sources"): after "NAME/", without the "~" + hex digits of a content
+ * tag (lib/common/scheme.h, scheme_event_key).  The default source's id,
+ * and any id not of that form, whole.
+ */
+static const char *
+provider_id(const struct inbox_event *e, const char *source,
+    char idbuf[DRAIN_PROVIDER_ID_SIZE])
+{
+	size_t sl = strlen(source), len, i;
+	const char *id = e->webhook_id;
+
+	if (strcmp(source, INBOX_DEFAULT_SOURCE) == 0 ||
+	    strncmp(id, source, sl) != 0 || id[sl] != '/')
+		return id;
+	id += sl + 1;
+	len = strlen(id);
+	if (len <= TAG + 1 || id[len - TAG - 1] != '~' ||
+	    len - TAG - 1 >= DRAIN_PROVIDER_ID_SIZE)
+		return id;
+	for (i = len - TAG; i < len; i++)
+		if (strchr("0123456789abcdef", id[i]) == NULL)
+			return id;
+	memcpy(idbuf, id, len - TAG - 1);
+	idbuf[len - TAG - 1] = '\0';
+	return idbuf;
+}
+
 size_t
 drain_handler_env(const struct inbox_event *e, int stale, enum refetch_result rf,
-    const char *attempt, struct handler_env *env)
+    const char *attempt, struct handler_env *env,
+    char idbuf[DRAIN_PROVIDER_ID_SIZE])
 {
 	size_t n = 0;
 
 	const char *source = e->source[0] != '\0' ? e->source :
 	    INBOX_DEFAULT_SOURCE;
-	size_t sl = strlen(source);
-	/* A named source's inbox id is "NAME/" + the provider's own id
-	 * (docs/DESIGN.md "Sources"): the handler gets both. */
-	const char *provider_id = strcmp(source, INBOX_DEFAULT_SOURCE) != 0 &&
-	    strncmp(e->webhook_id, source, sl) == 0 && e->webhook_id[sl] == '/' ?
-	    e->webhook_id + sl + 1 : e->webhook_id;
 
 	env[n++] = (struct handler_env){ "WEBHOOK_ID", e->webhook_id };
 	env[n++] = (struct handler_env){ "WEBHOOK_SOURCE", source };
-	env[n++] = (struct handler_env){ "WEBHOOK_PROVIDER_ID", provider_id };
+	env[n++] = (struct handler_env){ "WEBHOOK_PROVIDER_ID",
+	    provider_id(e, source, idbuf) };
 	env[n++] = (struct handler_env){ "WEBHOOK_TYPE", e->type };
 	env[n++] = (struct handler_env){ "WEBHOOK_CREATED_AT", e->created_at_raw };
 	env[n++] = (struct handler_env){ "WEBHOOK_OBJECT", e->object_type };
@@ -320,6 +349,7 @@ hand_out(struct run *run, int i, int stale)
 	struct inbox_event *e = &sl->e;
 	struct handler_result r;
 	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
+	char idbuf[DRAIN_PROVIDER_ID_SIZE];
 	char attempt[32];
 	struct buf err, why, alarm;
 	enum refetch_result rf;
@@ -340,7 +370,7 @@ hand_out(struct run *run, int i, int stale)
 		say(run->h, "%s", alarm.data);
 	/* The handler's copy of the environment is made when it starts: env
 	 * and attempt need not outlive this call. */
-	nenv = drain_handler_env(e, stale, rf, attempt, env);
+	nenv = drain_handler_env(e, stale, rf, attempt, env, idbuf);
 	sl->refetched = rf == REFETCH_OK || rf == REFETCH_STALE;
 	if (rf == REFETCH_STALE) {
 		enum inbox_status s = inbox_finish_stale(run->ib, e,

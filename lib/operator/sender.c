@@ -650,9 +650,7 @@ sender_source_inbox_id(const struct config_source *src, const char *id,
 {
 	const struct scheme *s = src->scheme;
 	struct id_header ih = { NULL, id };
-	const struct scheme_headers h = { id_header_get, &ih };
-	unsigned char sum[crypto_hash_sha256_BYTES];
-	char hex[2 * sizeof sum + 1];
+	const struct scheme_headers h = { id_header_get, &ih, NULL };
 	struct scheme_fields f;
 	const char *why;
 
@@ -662,12 +660,6 @@ sender_source_inbox_id(const struct config_source *src, const char *id,
 		ih.name = s->id == SCHEME_STANDARD ? "webhook-id" : s->id_header;
 	if (scheme_extract(s, &src->locate, &h, body, len, &f, &why) == -1)
 		return NULL;
-	if (f.id[0] != '\0') {
-		snprintf(out, outsz, "%s/%s", src->name, f.id);
-		return out;
-	}
-	crypto_hash_sha256(sum, body, len);
-	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
-	snprintf(out, outsz, "%s/sha256:%s", src->name, hex);
-	return out;
+	return scheme_event_key(s, &src->locate, src->name, &f, &h, body, len,
+	    out, outsz);
 }

@@ -118,6 +118,7 @@ record_one(const struct config *c, struct inbox *ib, struct inbox_event *e,
     struct handler_result *r, struct trial_info *info, struct buf *err)
 {
 	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
+	char idbuf[DRAIN_PROVIDER_ID_SIZE];
 	struct refetch rf = { NULL, 0, 0, NULL };
 	struct buf why, alarm;
 	enum inbox_claim claim;
@@ -143,7 +144,7 @@ record_one(const struct config *c, struct inbox *ib, struct inbox_event *e,
 	got = refetch_event(&rf, ib, c, e, &fetched, &retry_after_s, &why,
 	    &alarm);
 	nenv = drain_handler_env(e, claim == INBOX_CLAIMED_STALE, got, attempt,
-	    env);
+	    env, idbuf);
 	info->refetched = got == REFETCH_OK;
 	if (got == REFETCH_STALE) {
 		st = inbox_finish_stale(ib, e, util_now_ns(), err) == INBOX_OK ?
@@ -189,6 +190,7 @@ trial_event(const struct config *c, const char *id, int record,
     struct handler_result *r, struct trial_info *info, struct buf *err)
 {
 	struct handler_env env[DRAIN_HANDLER_ENV_MAX];
+	char idbuf[DRAIN_PROVIDER_ID_SIZE];
 	struct inbox *ib = NULL;
 	struct found f;
 	char attempt[32], dir[PATH_MAX];
@@ -238,7 +240,7 @@ trial_event(const struct config *c, const char *id, int record,
 	/* As a run: WEBHOOK_STALE only for a requeued event handed out
 	 * although stale; a truncated one without its refetch. */
 	nenv = drain_handler_env(&f.e, stale && f.e.requeued, REFETCH_NONE,
-	    attempt, env);
+	    attempt, env, idbuf);
 	if (handler_run(c->handler, f.e.body.data ? f.e.body.data : "",
 	    f.e.body.len, env, nenv, c->handler_timeout_s * NS, r, err) == -1)
 		st = TRIAL_FAILED;

@@ -57,9 +57,10 @@ struct attempt {
 	 * source, the top-level keys (docs/DESIGN.md "Sources"). */
 	const struct config_source *src;
 	struct scheme_result res;	/* a named source's verdict */
-	/* A named source's inbox id, "NAME/" + the provider's id (or
-	 * "sha256:" + the body's digest, source_key). */
-	char		 key[INBOX_SOURCE_MAX + 1 + 7 + SCHEME_VALUE_MAX];
+	/* A named source's inbox id, "NAME/" + the provider's id, "~" + a
+	 * content tag when its signature does not cover it (or "sha256:" +
+	 * the body's digest; source_key). */
+	char		 key[INBOX_SOURCE_MAX + SCHEME_VALUE_MAX + 90];
 	const char	*content_type;	/* a synchronous answer's; NULL:
 					 * text/plain */
 	const struct family *family;	/* the names its headers carry */
@@ -252,13 +253,23 @@ header_of(void *arg, const char *name)
 	return request_param(arg, param);
 }
 
+/* The request as lib/common/scheme.h reads it: headers and query. */
+static struct scheme_headers
+headers_of(const struct attempt *a)
+{
+	struct scheme_headers h = { header_of, a->r,
+	    request_param(a->r, "QUERY_STRING") };
+
+	return h;
+}
+
 /* Why a delivery without its webhook-id or webhook-timestamp is refused:
  * when its headers are another provider's, say whose, so that the log
  * line tells the owner what to set up rather than blame the sender. */
 static const char *
 not_ours(struct attempt *a)
 {
-	const struct scheme_headers h = { header_of, a->r };
+	const struct scheme_headers h = headers_of(a);
 	const struct scheme *s = scheme_recognise(&h);
 
 	char line[200];
@@ -442,7 +453,7 @@ take_body(struct receive *rv, struct attempt *a)
 static int
 verify_source(struct receive *rv, struct attempt *a)
 {
-	const struct scheme_headers h = { header_of, a->r };
+	const struct scheme_headers h = headers_of(a);
 	const struct config_source *src = a->src;
 	char line[200];
 
@@ -503,7 +514,9 @@ source_instant(const char *t, char out[INSTANT_SIZE])
  * A named source's event as the inbox keeps it (docs/DESIGN.md
  * "Sources"): the scheme's type; its time as the event clock (order and
  * the stale rule run on the provider's own clock); its object under the
- * source's name, so two providers' objects never share a clock.  Never
+ * source's name and, where the provider's ids are per resource type, that
+ * type ("woo/order" 2200 is not "woo/customer" 2200), so two providers'
+ * objects, or two kinds of one provider's, never share a clock.  Never
  * refuses for a field: an odd one is left out and noted, as event.h does.
  * Returns 0, or -1 when out of memory.
  */
@@ -523,33 +536,30 @@ source_fields(const struct attempt *a, const struct scheme_fields *sf,
 			    "ISO-8601 instant: ordered by arrival";
 		}
 	}
-	if (sf->object[0] != '\0' && ((f->object_type =
-	    strdup(a->src->name)) == NULL || (f->object_id =
-	    strdup(sf->object)) == NULL))
-		return -1;
+	if (sf->object[0] != '\0') {
+		if (sf->object_type[0] == '\0')
+			f->object_type = strdup(a->src->name);
+		else if (asprintf(&f->object_type, "%s/%s", a->src->name,
+		    sf->object_type) == -1)
+			f->object_type = NULL;
+		if (f->object_type == NULL ||
+		    (f->object_id = strdup(sf->object)) == NULL)
+			return -1;
+	}
 	return 0;
 }
 
-/*
- * A named source's id: the scheme's (or the section's `id =`), else the
- * body's SHA-256, so that a resend of the same bytes is still one event
- * (docs/providers.md "Ids").  Into a->key as "NAME/id"; a->id points to it.
- */
+/* A named source's inbox id (scheme_event_key), into a->key; a->id points
+ * to it.  Returns 0, or -1 when out of memory. */
 static int
 source_key(struct receive *rv, struct attempt *a, const struct scheme_fields *sf)
 {
-	unsigned char sum[crypto_hash_sha256_BYTES];
-	char hex[2 * sizeof sum + 1];
-	const char *id = sf->id;
+	const struct scheme_headers h = headers_of(a);
 
-	if (id[0] == '\0') {
-		crypto_hash_sha256(sum, (const unsigned char *)rv->body.data,
-		    rv->body.len);
-		sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
-		id = hex;
-	}
-	snprintf(a->key, sizeof a->key, "%s/%s%s", a->src->name,
-	    id == hex ? "sha256:" : "", id);
+	if (scheme_event_key(a->src->scheme, &a->src->locate, a->src->name, sf,
+	    &h, (const unsigned char *)rv->body.data, rv->body.len, a->key,
+	    sizeof a->key) == NULL)
+		return -1;
 	a->id = a->key;
 	return 0;
 }
@@ -590,7 +600,7 @@ store(struct receive *rv, struct attempt *a)
 
 	memset(&d, 0, sizeof d);
 	if (a->src != NULL) {
-		const struct scheme_headers h = { header_of, a->r };
+		const struct scheme_headers h = headers_of(a);
 		const char *why;
 
 		if (scheme_extract(a->src->scheme, &a->src->locate, &h,
@@ -599,8 +609,8 @@ store(struct receive *rv, struct attempt *a)
 			a->why = why;
 			return 400;
 		}
-		(void)source_key(rv, a, &sf);
-		if (source_fields(a, &sf, &a->fields) == -1) {
+		if (source_key(rv, a, &sf) == -1 ||
+		    source_fields(a, &sf, &a->fields) == -1) {
 			a->why = "out of memory";
 			return 503;
 		}

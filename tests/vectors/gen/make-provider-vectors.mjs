@@ -225,7 +225,7 @@ const hmac = (alg, key, data, enc) =>
 	const m = mac(secret, body);
 	add({ scheme: 'shopify', name: 'shopify_valid', sdk: pkg('@shopify/shopify-api'),
 	    secrets: [secret], headers: H(m), body, expected: 'valid',
-	    id: 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043', type: 'orders/updated',
+	    id: '98880550-7158-44d4-b7cd-2c97c8a091b5', type: 'orders/updated',
 	    sdk_verdict: await sdk(H(m), body),
 	    reason: 'Signed with node:crypto, verified by the SDK (it has no signer).' });
 	const m2 = mac('shpss_other', body);
@@ -238,7 +238,7 @@ const hmac = (alg, key, data, enc) =>
 	    sdk_verdict: await sdk(H(m), tampered) });
 	add({ scheme: 'shopify', name: 'shopify_rotation_two_secrets', sdk: pkg('@shopify/shopify-api'),
 	    secrets: ['shpss_other', secret], headers: H(m), body, expected: 'valid', key_index: 1,
-	    id: 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043', type: 'orders/updated',
+	    id: '98880550-7158-44d4-b7cd-2c97c8a091b5', type: 'orders/updated',
 	    sdk_verdict: await sdk(H(m), body) });
 }
 
@@ -459,16 +459,20 @@ const hmac = (alg, key, data, enc) =>
 	add({ scheme: 'twilio', name: 'twilio_hmac_sha256', sdk: pkg('twilio'), secrets: [token], url,
 	    headers: H(s256, { 'X-Twilio-Webhooks-Signature-Settings': 'key=webhooks_sharedkey_x,algorithm=HMAC_SHA256' }),
 	    body: form(params), expected: 'valid', sdk_verdict: sdk(token, s256, url, params, 'HMAC_SHA256') });
-	// JSON bodies: the URL carries bodySHA256, the signature covers the URL only.
+	// JSON bodies: Twilio appends bodySHA256 to the URL it was given and
+	// signs that URL only.  The config holds the URL as given (`url`); the
+	// request's query string (`query`) is what Twilio appended: no config
+	// can hold one body's hash.
 	const jbody = '{"ParentAccountSid":"AC0","Payload":"{}"}';
-	const jurl = `${url}?bodySHA256=${crypto.createHash('sha256').update(jbody).digest('hex')}`;
+	const jquery = `bodySHA256=${crypto.createHash('sha256').update(jbody).digest('hex')}`;
+	const jurl = `${url}?${jquery}`;
 	const jsig = twilio.getExpectedTwilioSignature(token, jurl, {});
 	const jsdk = twilio.validateRequestWithBody(token, jsig, jurl, jbody) ? 'valid' : 'invalid';
-	add({ scheme: 'twilio', name: 'twilio_json_body_sha256', sdk: pkg('twilio'), secrets: [token], url: jurl,
+	add({ scheme: 'twilio', name: 'twilio_json_body_sha256', sdk: pkg('twilio'), secrets: [token], url, query: jquery,
 	    headers: { 'X-Twilio-Signature': jsig, 'Content-Type': 'application/json' }, body: jbody,
 	    expected: 'valid', sdk_verdict: jsdk });
 	const jbad = jbody.replace('AC0', 'AC1');
-	add({ scheme: 'twilio', name: 'twilio_json_body_changed', sdk: pkg('twilio'), secrets: [token], url: jurl,
+	add({ scheme: 'twilio', name: 'twilio_json_body_changed', sdk: pkg('twilio'), secrets: [token], url, query: jquery,
 	    headers: { 'X-Twilio-Signature': jsig, 'Content-Type': 'application/json' }, body: jbad,
 	    expected: 'invalid', outcome: 'bad_signature',
 	    sdk_verdict: twilio.validateRequestWithBody(token, jsig, jurl, jbad) ? 'valid' : 'invalid' });
