@@ -364,7 +364,8 @@ static const struct scheme schemes[SCHEME_COUNT] = {
 	    .recognise = scheme_shopify_recognise, .secret_load = raw_secret,
 	    .verify = scheme_shopify_verify },
 	/* Ids per resource type: order 2200 and customer 2200 are two
-	 * objects (X-WC-Webhook-Resource, else the topic's first word). */
+	 * objects (X-WC-Webhook-Resource, which every delivery carries:
+	 * WC_Webhook::deliver). */
 	[SCHEME_WOOCOMMERCE] = { .id = SCHEME_WOOCOMMERCE, .name = "woocommerce",
 	    .title = "WooCommerce", .signature_header = "X-WC-Webhook-Signature",
 	    .id_header = "X-WC-Webhook-Delivery-ID",
