@@ -3,8 +3,9 @@ that they cannot drift apart silently: every config key of keys[], every
 drainer command and option of `webhook-drain --help`, every handler
 variable and every status of the receiver's steps is documented; every
 section the code cites exists; comments cite docs/, never an issue
-number; and every repository path the docs and the comments name is
-there.
+number; every repository path the docs and the comments name is
+there; lib/'s folders include no cycle, and the store's engines use
+nothing of each other.
 
 Reads the source and runs the built drainer's --help (BUILD, as every
 e2e suite); starts no server.
@@ -234,9 +235,36 @@ class DesignDoc(unittest.TestCase):
                          "them from this test")
 
 
+def c_code(src):
+    """C source without its comments and its string and character
+    literals: what is left names only what the code uses."""
+    src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+    src = re.sub(r"//[^\n]*", " ", src)
+    src = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', src)
+    return re.sub(r"'(?:\\.|[^'\\\n])*'", "''", src)
+
+
+# A function definition in the house style: the name at the start of a
+# line, its parameters, then the body; `static` (on the line above, with
+# the type) keeps it inside its file.
+C_FUNCTION = re.compile(r"^([a-z_][a-z0-9_]*)\([^;{]*\)\s*\{", re.M)
+
+
+def c_functions(src):
+    """The names of the functions src (without comments) defines for
+    other files to call: every definition not static."""
+    out = set()
+    for m in C_FUNCTION.finditer(src):
+        head = src[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        if "static" not in head.split():
+            out.add(m.group(1))
+    return out
+
+
 class Layout(unittest.TestCase):
     """docs/DESIGN.md "Layout": lib/'s folders are layers, and no folder
-    includes one that includes it back (directly or through others)."""
+    includes one that includes it back (directly or through others); the
+    store's engines sit side by side and never reach into each other."""
 
     def test_folders_include_no_cycle(self):
         edges = {}
@@ -262,6 +290,44 @@ class Layout(unittest.TestCase):
                                                    in edges.items()}))
         # The bottom layer includes nothing else of lib/.
         self.assertEqual(edges.get("common", set()), set())
+
+    def test_engines_use_nothing_of_each_other(self):
+        """docs/DESIGN.md "The store contract": each engine (a folder under
+        lib/store/) includes no file of another engine and uses no
+        function another engine's files define; what both need lives in
+        lib/store/ itself, as SQLite's os.c holds what os_unix.c and
+        os_win.c share.  A regex over the C (definitions at the start of a
+        line, as the house writes them), which is enough here."""
+        store = os.path.join(ROOT, "lib", "store")
+        engines = sorted(d for d in os.listdir(store)
+                         if os.path.isdir(os.path.join(store, d)))
+        self.assertGreaterEqual(len(engines), 2, "no engines in lib/store/")
+        raw, code, defined = {}, {}, {}
+        for e in engines:
+            raw[e] = {}
+            for path in sorted(glob.glob(os.path.join(store, e, "*.[ch]"))):
+                with open(path, encoding="utf-8") as f:
+                    raw[e][os.path.relpath(path, ROOT)] = f.read()
+            code[e] = {rel: c_code(t) for rel, t in raw[e].items()}
+            defined[e] = set().union(*(c_functions(t) for rel, t in
+                                       code[e].items() if rel.endswith(".c")))
+            self.assertGreater(len(defined[e]), 5, "no functions found "
+                               "defined in lib/store/%s/" % e)
+        crossings = []
+        for a in engines:
+            for b in engines:
+                if a == b:
+                    continue
+                for rel in sorted(code[a]):
+                    if re.search(r'#include "lib/store/%s/' % b, raw[a][rel]):
+                        crossings.append("%s includes lib/store/%s/" % (rel, b))
+                    used = sorted(n for n in defined[b] if re.search(
+                        r"\b%s\b" % n, code[a][rel]))
+                    if used:
+                        crossings.append("%s uses lib/store/%s/'s %s" % (
+                            rel, b, ", ".join(used)))
+        self.assertEqual(crossings, [], "an engine reaching into another "
+                         "(move what both need to lib/store/)")
 
 
 if __name__ == "__main__":
