@@ -1,7 +1,8 @@
 """docs/DESIGN.md and the other docs against the code they describe, so
 that they cannot drift apart silently: every config key of keys[], every
 drainer command and option of `webhook-drain --help`, every handler
-variable and every status of the receiver's steps is documented; every
+variable is documented; the receiver's answers table is its steps[],
+in order, with the statuses each step can answer; every
 section the code cites exists; comments cite docs/, never an issue
 number; every repository path the docs and the comments name is
 there; lib/'s folders include no cycle, and the store's engines use
@@ -141,16 +142,48 @@ class DesignDoc(unittest.TestCase):
         missing = sorted(n for n in names if "`%s`" % n not in handler)
         self.assertEqual(missing, [], "handler variables not in \"Handler\"")
 
-    def test_every_status_of_the_steps_is_in_the_answers(self):
+    def test_the_answers_table_is_steps(self):
+        """docs/DESIGN.md "The receiver's answers" against
+        lib/receive/receive.c's steps[]: the table's steps (each named by
+        its function) in steps[]'s order, and each step with exactly the
+        statuses its function can return (and steps[]'s comment says)."""
         src = read("lib/receive/receive.c")
-        steps = src[src.index("steps[])"):]
-        steps = steps[:steps.index("};")]
-        codes = set(re.findall(r"\b([2-5]\d\d)\b", steps))
-        self.assertGreaterEqual(codes, {"200", "400", "401", "405", "408",
-                                        "413", "503"})
+        table = src[src.index("steps[])"):]
+        table = table[:table.index("};")]
+        # Each entry: the function, then its comment (to the next entry).
+        steps = re.findall(r"^\t([a-z_]+),(.*?)(?=^\t[a-z_]+,|\Z)", table,
+                           re.M | re.S)
+        self.assertGreaterEqual(len(steps), 6, "steps[] not found as expected")
+        code = {fn: step_statuses(src, fn) for fn, _ in steps}
+        commented = {fn: set(re.findall(r"\b[1-5]\d\d\b", c))
+                     for fn, c in steps}
+        self.assertEqual(commented, code, "steps[]'s comments and what "
+                         "each step can return differ")
+        self.assertGreaterEqual(set().union(*code.values()),
+                                {"200", "400", "401", "404", "405", "408",
+                                 "413", "503"})
+
         answers = self.section("The receiver's answers")
-        missing = sorted(c for c in codes if "`%s`" % c not in answers)
-        self.assertEqual(missing, [])
+        page, order = {}, []
+        for line in re.findall(r"^\|(.*)\|[ \t]*$", answers, re.M):
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) != 3 or cells[0] == "step" or \
+                    re.match(r"^-+$", cells[0]):
+                continue
+            if cells[0]:
+                m = re.search(r"\(`([a-z_]+)`\)", cells[0])
+                self.assertIsNotNone(m, "a step of the answers table that "
+                                     "names no function: %r" % cells[0])
+                order.append(m.group(1))
+                page[m.group(1)] = set()
+            self.assertTrue(order, "a continued row before any step")
+            page[order[-1]] |= set(re.findall(r"`([1-5]\d\d)`", cells[2]))
+        self.assertEqual(order, [fn for fn, _ in steps],
+                         "the answers table's steps and steps[] differ")
+        differ = {fn: {"page": sorted(page[fn]), "code": sorted(code[fn])}
+                  for fn in code if page.get(fn) != code[fn]}
+        self.assertEqual(differ, {}, "statuses of \"The receiver's "
+                         "answers\" and of the steps differ")
 
     def test_every_cited_section_exists(self):
         cited = {}
@@ -258,6 +291,36 @@ def c_functions(src):
         head = src[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         if "static" not in head.split():
             out.add(m.group(1))
+    return out
+
+
+def c_function(src, name):
+    """The body of function name in src, the house's way: its name at the
+    start of a line, its closing brace alone at the start of one; None
+    when src defines no such function."""
+    m = re.search(r"^%s\([^;{]*\)\s*\{" % re.escape(name), src, re.M)
+    if m is None:
+        return None
+    return src[m.end():src.index("\n}\n", m.end())]
+
+
+def step_statuses(src, name):
+    """The statuses a step of lib/receive/receive.c (src) can answer: the
+    numbers of its return statements; a `return table[i]` adds those of
+    the function's array `table`, a `return f(...)` those of f, when src
+    defines it (verify hands a named source to verify_source).  A regex,
+    enough for the way these steps are written."""
+    body = c_code(c_function(src, name))
+    out = set()
+    for ret in re.findall(r"\breturn\b([^;]*);", body):
+        out |= set(re.findall(r"\b[1-5]\d\d\b", ret))
+        m = re.match(r"\s*([a-z_]+)\s*([\[(])", ret)
+        if m and m.group(2) == "[":
+            init = re.search(r"\b%s\[\]\s*=\s*\{([^}]*)\}" % m.group(1),
+                             body)
+            out |= set(re.findall(r"\b[1-5]\d\d\b", init.group(1)))
+        elif m and m.group(1) != name and c_function(src, m.group(1)):
+            out |= step_statuses(src, m.group(1))
     return out
 
 
