@@ -46,7 +46,7 @@ COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme
 PROGRAM_SRC = $(addprefix lib/program/,config.c source.c keyname.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
-STORE_SRC   = $(addprefix lib/store/,inbox.c event.c history.c) \
+STORE_SRC   = $(addprefix lib/store/,inbox.c tables.c event.c history.c) \
 	      $(addprefix lib/store/sqlite/,engine.c rules.c ops.c history.c \
 	      copy.c wal.c stamp.c walsync.c checkpointer.c) \
 	      $(addprefix lib/store/postgresql/,engine.c statements.c rules.c \
@@ -199,7 +199,7 @@ $(filter-out $(FB)/request,$(FUZZ_BINS)): $(FB)/%: fuzz/%.c $(FUZZ_LIB_OBJ) $(LI
 FUZZ_REQ_OBJ	 = $(FUZZ_LIB_OBJ) $(patsubst %.c,$(FB)/%.o,lib/receive/request.c \
 		   lib/receive/site.c lib/receive/receive.c lib/store/sqlite/engine.c lib/store/sqlite/rules.c \
 		   lib/store/sqlite/ops.c lib/store/sqlite/wal.c lib/store/sqlite/stamp.c lib/store/sqlite/history.c lib/store/sqlite/copy.c lib/store/history.c \
-		   lib/store/inbox.c lib/receive/committer.c lib/store/sqlite/walsync.c \
+		   lib/store/inbox.c lib/store/tables.c lib/receive/committer.c lib/store/sqlite/walsync.c \
 		   lib/store/sqlite/checkpointer.c lib/program/version.c tests/fake_request.c) \
 		   $(FB)/lib/store/schema.o
 $(filter-out $(FUZZ_LIB_OBJ) $(FB)/lib/store/schema.o,$(FUZZ_REQ_OBJ)): $(FB)/%.o: %.c $(LIB_H) tests/fake_request.h \

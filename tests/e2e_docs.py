@@ -1,10 +1,12 @@
 """docs/DESIGN.md and the other docs against the code they describe, so
 that they cannot drift apart silently: every config key of keys[], every
 drainer command and option of `webhook-drain --help`, every handler
-variable and every status of the receiver's steps is documented; every
+variable is documented; the receiver's answers table is its steps[],
+in order, with the statuses each step can answer; every
 section the code cites exists; comments cite docs/, never an issue
-number; and every repository path the docs and the comments name is
-there.
+number; every repository path the docs and the comments name is
+there; lib/'s folders include no cycle, and the store's engines use
+nothing of each other.
 
 Reads the source and runs the built drainer's --help (BUILD, as every
 e2e suite); starts no server.
@@ -140,16 +142,48 @@ class DesignDoc(unittest.TestCase):
         missing = sorted(n for n in names if "`%s`" % n not in handler)
         self.assertEqual(missing, [], "handler variables not in \"Handler\"")
 
-    def test_every_status_of_the_steps_is_in_the_answers(self):
+    def test_the_answers_table_is_steps(self):
+        """docs/DESIGN.md "The receiver's answers" against
+        lib/receive/receive.c's steps[]: the table's steps (each named by
+        its function) in steps[]'s order, and each step with exactly the
+        statuses its function can return (and steps[]'s comment says)."""
         src = read("lib/receive/receive.c")
-        steps = src[src.index("steps[])"):]
-        steps = steps[:steps.index("};")]
-        codes = set(re.findall(r"\b([2-5]\d\d)\b", steps))
-        self.assertGreaterEqual(codes, {"200", "400", "401", "405", "408",
-                                        "413", "503"})
+        table = src[src.index("steps[])"):]
+        table = table[:table.index("};")]
+        # Each entry: the function, then its comment (to the next entry).
+        steps = re.findall(r"^\t([a-z_]+),(.*?)(?=^\t[a-z_]+,|\Z)", table,
+                           re.M | re.S)
+        self.assertGreaterEqual(len(steps), 6, "steps[] not found as expected")
+        code = {fn: step_statuses(src, fn) for fn, _ in steps}
+        commented = {fn: set(re.findall(r"\b[1-5]\d\d\b", c))
+                     for fn, c in steps}
+        self.assertEqual(commented, code, "steps[]'s comments and what "
+                         "each step can return differ")
+        self.assertGreaterEqual(set().union(*code.values()),
+                                {"200", "400", "401", "404", "405", "408",
+                                 "413", "503"})
+
         answers = self.section("The receiver's answers")
-        missing = sorted(c for c in codes if "`%s`" % c not in answers)
-        self.assertEqual(missing, [])
+        page, order = {}, []
+        for line in re.findall(r"^\|(.*)\|[ \t]*$", answers, re.M):
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) != 3 or cells[0] == "step" or \
+                    re.match(r"^-+$", cells[0]):
+                continue
+            if cells[0]:
+                m = re.search(r"\(`([a-z_]+)`\)", cells[0])
+                self.assertIsNotNone(m, "a step of the answers table that "
+                                     "names no function: %r" % cells[0])
+                order.append(m.group(1))
+                page[m.group(1)] = set()
+            self.assertTrue(order, "a continued row before any step")
+            page[order[-1]] |= set(re.findall(r"`([1-5]\d\d)`", cells[2]))
+        self.assertEqual(order, [fn for fn, _ in steps],
+                         "the answers table's steps and steps[] differ")
+        differ = {fn: {"page": sorted(page[fn]), "code": sorted(code[fn])}
+                  for fn in code if page.get(fn) != code[fn]}
+        self.assertEqual(differ, {}, "statuses of \"The receiver's "
+                         "answers\" and of the steps differ")
 
     def test_every_cited_section_exists(self):
         cited = {}
@@ -234,9 +268,66 @@ class DesignDoc(unittest.TestCase):
                          "them from this test")
 
 
+def c_code(src):
+    """C source without its comments and its string and character
+    literals: what is left names only what the code uses."""
+    src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+    src = re.sub(r"//[^\n]*", " ", src)
+    src = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', src)
+    return re.sub(r"'(?:\\.|[^'\\\n])*'", "''", src)
+
+
+# A function definition in the house style: the name at the start of a
+# line, its parameters, then the body; `static` (on the line above, with
+# the type) keeps it inside its file.
+C_FUNCTION = re.compile(r"^([a-z_][a-z0-9_]*)\([^;{]*\)\s*\{", re.M)
+
+
+def c_functions(src):
+    """The names of the functions src (without comments) defines for
+    other files to call: every definition not static."""
+    out = set()
+    for m in C_FUNCTION.finditer(src):
+        head = src[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        if "static" not in head.split():
+            out.add(m.group(1))
+    return out
+
+
+def c_function(src, name):
+    """The body of function name in src, the house's way: its name at the
+    start of a line, its closing brace alone at the start of one; None
+    when src defines no such function."""
+    m = re.search(r"^%s\([^;{]*\)\s*\{" % re.escape(name), src, re.M)
+    if m is None:
+        return None
+    return src[m.end():src.index("\n}\n", m.end())]
+
+
+def step_statuses(src, name):
+    """The statuses a step of lib/receive/receive.c (src) can answer: the
+    numbers of its return statements; a `return table[i]` adds those of
+    the function's array `table`, a `return f(...)` those of f, when src
+    defines it (verify hands a named source to verify_source).  A regex,
+    enough for the way these steps are written."""
+    body = c_code(c_function(src, name))
+    out = set()
+    for ret in re.findall(r"\breturn\b([^;]*);", body):
+        out |= set(re.findall(r"\b[1-5]\d\d\b", ret))
+        m = re.match(r"\s*([a-z_]+)\s*([\[(])", ret)
+        if m and m.group(2) == "[":
+            init = re.search(r"\b%s\[\]\s*=\s*\{([^}]*)\}" % m.group(1),
+                             body)
+            out |= set(re.findall(r"\b[1-5]\d\d\b", init.group(1)))
+        elif m and m.group(1) != name and c_function(src, m.group(1)):
+            out |= step_statuses(src, m.group(1))
+    return out
+
+
 class Layout(unittest.TestCase):
     """docs/DESIGN.md "Layout": lib/'s folders are layers, and no folder
-    includes one that includes it back (directly or through others)."""
+    includes one that includes it back (directly or through others); the
+    store's engines sit side by side and never reach into each other."""
 
     def test_folders_include_no_cycle(self):
         edges = {}
@@ -262,6 +353,44 @@ class Layout(unittest.TestCase):
                                                    in edges.items()}))
         # The bottom layer includes nothing else of lib/.
         self.assertEqual(edges.get("common", set()), set())
+
+    def test_engines_use_nothing_of_each_other(self):
+        """docs/DESIGN.md "The store contract": each engine (a folder under
+        lib/store/) includes no file of another engine and uses no
+        function another engine's files define; what both need lives in
+        lib/store/ itself, as SQLite's os.c holds what os_unix.c and
+        os_win.c share.  A regex over the C (definitions at the start of a
+        line, as the house writes them), which is enough here."""
+        store = os.path.join(ROOT, "lib", "store")
+        engines = sorted(d for d in os.listdir(store)
+                         if os.path.isdir(os.path.join(store, d)))
+        self.assertGreaterEqual(len(engines), 2, "no engines in lib/store/")
+        raw, code, defined = {}, {}, {}
+        for e in engines:
+            raw[e] = {}
+            for path in sorted(glob.glob(os.path.join(store, e, "*.[ch]"))):
+                with open(path, encoding="utf-8") as f:
+                    raw[e][os.path.relpath(path, ROOT)] = f.read()
+            code[e] = {rel: c_code(t) for rel, t in raw[e].items()}
+            defined[e] = set().union(*(c_functions(t) for rel, t in
+                                       code[e].items() if rel.endswith(".c")))
+            self.assertGreater(len(defined[e]), 5, "no functions found "
+                               "defined in lib/store/%s/" % e)
+        crossings = []
+        for a in engines:
+            for b in engines:
+                if a == b:
+                    continue
+                for rel in sorted(code[a]):
+                    if re.search(r'#include "lib/store/%s/' % b, raw[a][rel]):
+                        crossings.append("%s includes lib/store/%s/" % (rel, b))
+                    used = sorted(n for n in defined[b] if re.search(
+                        r"\b%s\b" % n, code[a][rel]))
+                    if used:
+                        crossings.append("%s uses lib/store/%s/'s %s" % (
+                            rel, b, ", ".join(used)))
+        self.assertEqual(crossings, [], "an engine reaching into another "
+                         "(move what both need to lib/store/)")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@
 
 #include "lib/operator/copy.h"
 
-/* events' columns as inbox_table_info lists them (lib/store/sqlite/copy.c);
+/* events' columns as inbox_table_info lists them (lib/store/tables.c);
  * copy_test checks these against the names. */
 enum {
 	EV_STATE = 1, EV_ATTEMPTS = 14, EV_ADMITTED = 21, EV_SOURCE = 24

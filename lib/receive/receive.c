@@ -658,9 +658,11 @@ static int (*const steps[])(struct receive *, struct attempt *) = {
 	take_source,		/* 404: the URL names no source */
 	check_headers,		/* 400 missing, 401 signature too long */
 	check_length,		/* 400, 413 by CONTENT_LENGTH */
-	take_body,		/* 413, 408, 400 */
-	verify,			/* 401 */
-	store,			/* 200 new or duplicate, 503 */
+	take_body,		/* 413, 408, 400; 503 out of memory */
+	verify,			/* 401, 400 a source's headers missing;
+				 * 200, 204 a provider's ping answered */
+	store,			/* 400 a source's id unusable; 200 new
+				 * or duplicate, 503 */
 };
 
 int

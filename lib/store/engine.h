@@ -42,6 +42,10 @@
  */
 #define LIST_PAGE		256
 #define LIST_PAGE_BODIES	4
+/* Columns of the widest table in its portable form (events: inbox_table_info,
+ * lib/store/tables.c, which checks every table against it): copy keeps a
+ * row on the stack in this many values. */
+#define TABLE_COLS_MAX	25
 
 /* A delivery's source as stored: d->source, or INBOX_DEFAULT_SOURCE for
  * NULL or "" (lib/store/inbox.h). */
@@ -66,6 +70,10 @@ int	store_source_ok(const struct inbox_delivery *d, const char *where,
  * (lib/store/inbox.h, inbox_store): "where: storing the event:
  * webhook-id ID of source SRC is already stored from source OTHER", in
  * err.  Both engines say it alike.
+ *
+ * These two, like the engine-neutral public functions (the schema's
+ * version, inbox_table_info, inbox_event_init/_free/_copy), are defined
+ * in lib/store/tables.c: no engine calls into another.
  */
 void	store_conflict(struct buf *err, const char *where, const char *id,
 	    const char *src, const char *other);

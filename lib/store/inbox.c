@@ -7,7 +7,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "lib/store/engine.h"
 
@@ -140,28 +139,6 @@ inbox_maintain(struct inbox *ib, struct buf *err)
 }
 
 /* ---- receiving ------------------------------------------------------ */
-
-int
-store_source_ok(const struct inbox_delivery *d, const char *where,
-    struct buf *err)
-{
-	if (strlen(store_source(d)) <= INBOX_SOURCE_MAX)
-		return 1;
-	buf_reset(err);
-	(void)buf_printf(err, "%s: storing the event: a source name longer "
-	    "than %d bytes", where, INBOX_SOURCE_MAX);
-	return 0;
-}
-
-void
-store_conflict(struct buf *err, const char *where, const char *id,
-    const char *src, const char *other)
-{
-	buf_reset(err);
-	(void)buf_printf(err, "%s: storing the event: webhook-id %s of source "
-	    "%s is already stored from source %s (not a duplicate: nothing "
-	    "stored)", where, id, src, other);
-}
 
 enum inbox_status
 inbox_store(struct inbox *ib, const struct inbox_delivery *d, struct buf *err)
@@ -383,42 +360,4 @@ inbox_table_holds(struct inbox *ib, enum inbox_table t,
     const struct inbox_value *row, struct buf *why)
 {
 	return engine(ib)->table_holds(ib, t, row, why);
-}
-
-static int
-dup_or_null(char **dst, const char *src)
-{
-	*dst = src != NULL ? strdup(src) : NULL;
-	return src != NULL && *dst == NULL ? -1 : 0;
-}
-
-int
-inbox_event_copy(struct inbox_event *dst, const struct inbox_event *src)
-{
-	int rc = 0;
-
-	inbox_event_free(dst);
-	*dst = *src;
-	/* The copy owns nothing of src's yet. */
-	dst->webhook_id = dst->secret_fp = dst->type = dst->created_at_raw =
-	    dst->object_type = dst->object_id = dst->last_error = NULL;
-	buf_init(&dst->body, SIZE_MAX / 2);
-	buf_init(&dst->last_output, SIZE_MAX / 2);
-	rc |= dup_or_null(&dst->webhook_id, src->webhook_id);
-	rc |= dup_or_null(&dst->secret_fp, src->secret_fp);
-	rc |= dup_or_null(&dst->type, src->type);
-	rc |= dup_or_null(&dst->created_at_raw, src->created_at_raw);
-	rc |= dup_or_null(&dst->object_type, src->object_type);
-	rc |= dup_or_null(&dst->object_id, src->object_id);
-	rc |= dup_or_null(&dst->last_error, src->last_error);
-	if (src->body.len > 0)
-		rc |= buf_append(&dst->body, src->body.data, src->body.len);
-	if (src->last_output.len > 0)
-		rc |= buf_append(&dst->last_output, src->last_output.data,
-		    src->last_output.len);
-	if (rc != 0) {
-		inbox_event_free(dst);
-		return -1;
-	}
-	return 0;
 }

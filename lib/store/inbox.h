@@ -663,7 +663,7 @@ enum inbox_status inbox_blocked_list(struct inbox *ib, int64_t limit,
  * implementation is lib/store/sqlite/copy.c, PostgreSQL's lib/store/postgresql/copy.c.
  */
 enum inbox_table {
-	INBOX_EVENTS,		/* every column of an event (lib/store/sqlite/copy.c
+	INBOX_EVENTS,		/* every column of an event (lib/store/tables.c
 				 * lists them); key webhook_id */
 	INBOX_OBJECTS,		/* the per-object clocks; key (object_type,
 				 * object_id) */

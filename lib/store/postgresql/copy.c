@@ -43,9 +43,6 @@ static const char *const kinds[INBOX_NTABLES] = {
 #define OID_INT2	21
 #define OID_INT4	23
 
-/* The widest table (events); statement parameters of one value each. */
-#define MAX_COLS	25
-
 /* ---- parameters ----------------------------------------------------------- */
 
 /* Parameters for a statement with many (px_params' xv arrays). */
@@ -544,7 +541,7 @@ merge_decide(struct merge *m, enum inbox_table t,
     int dry, int64_t *put)
 {
 	const struct inbox_table_info *ti = m->ti;
-	struct inbox_value out[MAX_COLS], key;
+	struct inbox_value out[TABLE_COLS_MAX], key;
 	const struct inbox_value *in, *cur;
 	const void *led;
 	size_t i, led_len;

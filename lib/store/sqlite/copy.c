@@ -1,10 +1,10 @@
 /*
  * inbox_copy: the SQLite implementation of store/inbox.h's copying calls
- * (inbox_table_read, inbox_table_merge) and the portable form of the
- * tables they move, which another implementation of store/inbox.h reads and
- * writes in the same columns (docs/moving.md).
+ * (inbox_table_read, inbox_table_merge), in the portable form of the
+ * tables that every engine reads and writes in the same columns
+ * (inbox_table_info, lib/store/tables.c; docs/moving.md).
  *
- * The statements are put together from the constant column lists below,
+ * The statements are put together from those constant column lists,
  * never from input; every value is a bound parameter.
  */
 #include <stdio.h>
@@ -14,47 +14,6 @@
 #include <sqlite3.h>
 
 #include "lib/store/sqlite/private.h"
-
-static const char *const events_cols[] = {
-	"webhook_id", "state", "body", "received_at", "webhook_timestamp",
-	"secret_fp", "type", "created_at", "created_at_raw", "object_type",
-	"object_id", "updated_at", "truncated", "sort_at", "attempts",
-	"failures", "next_at", "finished_at", "requeued", "last_error",
-	"last_output", "admitted", "first_error", "failing_since", "source",
-};
-static const char *const objects_cols[] = {
-	"object_type", "object_id", "done_created_at", "done_updated_at",
-	"done_at",
-};
-static const char *const cursors_cols[] = {
-	"name", "updated_after", "page",
-};
-static const char *const history_cols[] = {
-	"width_s", "bucket_s", "name", "label", "idx", "n",
-};
-static const char *const runs_cols[] = {
-	"started_at", "finished_at", "claimed", "done", "failed", "retried",
-	"dead", "stale", "refetched", "budget_hit", "result",
-};
-
-#define NCOLS(a)	((int)(sizeof a / sizeof a[0]))
-
-static const struct inbox_table_info tables[INBOX_NTABLES] = {
-	{ "events", NCOLS(events_cols), 1, events_cols },
-	{ "objects", NCOLS(objects_cols), 2, objects_cols },
-	{ "cursors", NCOLS(cursors_cols), 1, cursors_cols },
-	{ "history", NCOLS(history_cols), 5, history_cols },
-	{ "runs", NCOLS(runs_cols), 1, runs_cols },
-};
-
-/* The widest table: the stack arrays below are this long. */
-#define MAX_COLS	NCOLS(events_cols)
-
-const struct inbox_table_info *
-inbox_table_info(enum inbox_table t)
-{
-	return (unsigned)t < INBOX_NTABLES ? &tables[t] : NULL;
-}
 
 /* "a, b, c" (sep ", ") or "a = ?1 AND b = ?2" (where) of the first n
  * columns; -1 when out of memory. */
@@ -324,7 +283,7 @@ merge_row(const struct inbox_table_info *ti, enum inbox_table t,
     struct merge_stmts *m, const struct inbox_value *in, inbox_merge_fn fn,
     void *arg, int dry, struct buf *ledger, int *put)
 {
-	struct inbox_value cur[MAX_COLS], out[MAX_COLS];
+	struct inbox_value cur[TABLE_COLS_MAX], out[TABLE_COLS_MAX];
 	const void *led = NULL;
 	size_t led_len = 0;
 	int rc, k, have_cur = 0, have_led = 0;

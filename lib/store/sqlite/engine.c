@@ -26,8 +26,6 @@
 /* schema.sql, linked in by store/schema.S (NUL-terminated). */
 extern const char schema_sql[];
 
-#define SCHEMA_VERSION	5
-
 /*
  * Version 1 to 2: rows stored by the receiver wait outside the per-object
  * hold index until the drainer admits them (schema.sql, events_unadmitted).
@@ -80,12 +78,6 @@ static const char migrate_v5[] =
 
 static int	insert_one(struct inbox *, const struct inbox_delivery *, int *,
 		    char [INBOX_SOURCE_MAX + 1]);
-
-int
-inbox_schema_version(void)
-{
-	return SCHEMA_VERSION;
-}
 
 enum inbox_status
 ib_fail(struct inbox *ib, struct buf *err, const char *what, int rc)
@@ -201,11 +193,11 @@ apply_schema(struct inbox *ib, struct buf *err)
 	version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (version > SCHEMA_VERSION) {
+	if (version > inbox_schema_version()) {
 		ib_rollback(ib);
 		buf_reset(err);
 		(void)buf_printf(err, "%s: schema version %d is newer than this "
-		    "program's %d", ib->path, version, SCHEMA_VERSION);
+		    "program's %d", ib->path, version, inbox_schema_version());
 		return INBOX_FAILED;
 	}
 	if (version == 0) {
@@ -213,7 +205,7 @@ apply_schema(struct inbox *ib, struct buf *err)
 			goto fail;
 		if ((rc = ib_exec(ib, "PRAGMA user_version = 5")) != SQLITE_OK)
 			goto fail;
-	} else if (version < SCHEMA_VERSION) {
+	} else if (version < inbox_schema_version()) {
 		if (version == 1 && (rc = ib_exec(ib, migrate_v2)) != SQLITE_OK)
 			goto fail;
 		if (version <= 2 && ((rc = ib_exec(ib, "ALTER TABLE events ADD"
@@ -249,10 +241,10 @@ check_version(struct inbox *ib, struct buf *err)
 	}
 	version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	if (version > SCHEMA_VERSION) {
+	if (version > inbox_schema_version()) {
 		buf_reset(err);
 		(void)buf_printf(err, "%s: schema version %d is newer than this "
-		    "program's %d", ib->path, version, SCHEMA_VERSION);
+		    "program's %d", ib->path, version, inbox_schema_version());
 		return INBOX_FAILED;
 	}
 	return INBOX_OK;
@@ -517,29 +509,6 @@ inbox_sqlite_store(struct inbox *ib, const struct inbox_delivery *d, struct buf 
 	s = store_one(ib, d, err);
 	ib->busy_deadline = 0;
 	return s;
-}
-
-void
-inbox_event_init(struct inbox_event *e)
-{
-	memset(e, 0, sizeof *e);
-	buf_init(&e->body, SIZE_MAX / 2);
-	buf_init(&e->last_output, SIZE_MAX / 2);
-}
-
-void
-inbox_event_free(struct inbox_event *e)
-{
-	free(e->webhook_id);
-	free(e->secret_fp);
-	free(e->type);
-	free(e->created_at_raw);
-	free(e->object_type);
-	free(e->object_id);
-	free(e->last_error);
-	buf_free(&e->body);
-	buf_free(&e->last_output);
-	inbox_event_init(e);
 }
 
 char *
