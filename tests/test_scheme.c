@@ -107,6 +107,161 @@ run(const char *scheme, const struct scheme_params *pp, const char *secret,
 
 /* ---- the vectors ---- */
 
+/* ---- the providers' behaviour, as docs/providers.md writes it ---- */
+
+/*
+ * docs/providers.md "How each provider behaves" is the contract of the
+ * keys (scheme_event_key): its "signed id" column must be what
+ * scheme_id_signed says, its id and object columns must name the headers
+ * a scheme reads them from, and every scheme has exactly one row.  Read
+ * from the tree's root, where tests/run starts every test.
+ */
+START_TEST(behaviour_table_is_the_code)
+{
+	FILE *f = fopen("docs/providers.md", "r");
+	char line[4096];
+	int in = 0, rows[SCHEME_COUNT] = { 0 };
+
+	ck_assert_msg(f != NULL, "docs/providers.md: run from the tree's root");
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *cell[8], *p = line;
+		const struct scheme *s;
+		char name[32];
+		size_t n = 0, len;
+
+		if (strncmp(line, "## ", 3) == 0)
+			in = strcmp(line, "## How each provider behaves\n") == 0;
+		if (!in || strncmp(line, "| `", 3) != 0)
+			continue;
+		while (n < 8 && (p = strstr(p, " | ")) != NULL) {
+			*p = '\0';
+			p += 3;
+			cell[n++] = p;
+		}
+		ck_assert_msg(n >= 4, "%s: too few cells", line);
+		len = strcspn(line + 3, "`");
+		ck_assert_uint_lt(len, sizeof name);
+		memcpy(name, line + 3, len);
+		name[len] = '\0';
+		ck_assert_msg((s = scheme_find(name)) != NULL, "%s: no scheme",
+		    name);
+		rows[s->id]++;
+		/* cell[0]: the id; cell[1]: signed id; cell[3]: the object. */
+		if (s->id != SCHEME_HMAC)
+			ck_assert_msg((strncmp(cell[1], "yes", 3) == 0) ==
+			    (scheme_id_signed(s, NULL) == 1) &&
+			    (strncmp(cell[1], "yes", 3) == 0 ||
+			    strncmp(cell[1], "no", 2) == 0),
+			    "%s: the page says signed id \"%.20s\", the code %d",
+			    name, cell[1], scheme_id_signed(s, NULL));
+		if (s->object_type_header != NULL)
+			ck_assert_msg(strstr(cell[3], s->object_type_header) !=
+			    NULL, "%s: the object column does not name %s", name,
+			    s->object_type_header);
+		if (s->id_header != NULL)
+			ck_assert_msg(strstr(cell[0], s->id_header) != NULL,
+			    "%s: the id column does not name %s", name,
+			    s->id_header);
+	}
+	fclose(f);
+	for (int id = 0; id < SCHEME_COUNT; id++)
+		ck_assert_msg(rows[id] == 1, "%s: %d rows", scheme_get(
+		    (enum scheme_id)id)->name, rows[id]);
+}
+END_TEST
+
+/* The id a section names decides: a pointer reads signed bytes, a header
+ * does not. */
+START_TEST(id_signed_by_where_it_is)
+{
+	struct scheme_locate ptr = { .id = "/id" }, hdr = { .id = "X-Id" };
+
+	ck_assert_int_eq(scheme_id_signed(scheme_find("stripe"), NULL), 1);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("standard"), NULL), 1);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("github"), NULL), 0);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("woocommerce"), NULL), 0);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("hmac"), &ptr), 1);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("hmac"), &hdr), 0);
+	ck_assert_int_eq(scheme_id_signed(scheme_find("github"), &ptr), 1);
+}
+END_TEST
+
+/* Twilio's content is its form as the signature reads it: reordered or
+ * re-encoded, the same digest; another value, another. */
+START_TEST(twilio_digest_of_the_form_not_its_bytes)
+{
+	static const char *const none[] = { NULL };
+	const struct scheme *s = scheme_find("twilio");
+	struct scheme_headers h = { list_get, (void *)none, NULL };
+	static const char a[] = "Body=Hello+world&From=%2B1415&To=%2B1800";
+	static const char b[] = "To=%2b1800&From=%2B1415&Body=Hello%20world";
+	static const char c[] = "To=%2B1800&From=%2B1415&Body=Hello+World";
+	unsigned char da[32], db[32], dc[32];
+
+	ck_assert_int_eq(scheme_content_digest(s, &h, (const unsigned char *)a,
+	    strlen(a), da), 0);
+	ck_assert_int_eq(scheme_content_digest(s, &h, (const unsigned char *)b,
+	    strlen(b), db), 0);
+	ck_assert_int_eq(scheme_content_digest(s, &h, (const unsigned char *)c,
+	    strlen(c), dc), 0);
+	ck_assert_mem_eq(da, db, 32);
+	ck_assert(memcmp(da, dc, 32) != 0);
+	/* A JSON delivery (bodySHA256 in the request's query): its bytes. */
+	h.query = "bodySHA256=00";
+	ck_assert_int_eq(scheme_content_digest(s, &h, (const unsigned char *)a,
+	    strlen(a), db), 0);
+	crypto_hash_sha256(dc, (const unsigned char *)a, strlen(a));
+	ck_assert_mem_eq(db, dc, 32);
+}
+END_TEST
+
+/* WooCommerce signs with wp_specialchars_decode(secret, ENT_QUOTES): the
+ * settings page's text "a&amp;b" is the key "a&b"; one pass only. */
+START_TEST(woocommerce_secret_entities_decoded)
+{
+	static const struct { const char *shown, *key; } cases[] = {
+		{ "a&amp;b", "a&b" }, { "&lt;x&gt;", "<x>" },
+		{ "q&quot;&#039;&#39;&#x27;&#X27;", "q\"''''" },
+		{ "&#0038;&#x026;&#60;", "&&<" }, { "&amp;lt;", "&lt;" },
+		{ "&#x3c;&apos;&AMP;", "&#x3c;&apos;&AMP;" }, { "&", "&" },
+	};
+	const struct scheme *s = scheme_find("woocommerce");
+	struct scheme_secret k;
+	const char *why;
+
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		ck_assert_int_eq(scheme_secret_load(s, cases[i].shown, &k, &why),
+		    0);
+		ck_assert_uint_eq(k.len, strlen(cases[i].key));
+		ck_assert_msg(memcmp(k.key, cases[i].key, k.len) == 0, "%s",
+		    cases[i].shown);
+		scheme_secret_wipe(&k);
+	}
+}
+END_TEST
+
+/* Shopify's event id first (its duplicates guide), its webhook id when
+ * the event id is missing. */
+START_TEST(shopify_event_id_then_webhook_id)
+{
+	const struct scheme *s = scheme_find("shopify");
+	static const char *const both[] = { "X-Shopify-Event-Id", "e-1",
+	    "X-Shopify-Webhook-Id", "w-1", NULL };
+	static const char *const old[] = { "X-Shopify-Webhook-Id", "w-1", NULL };
+	struct scheme_headers h = { list_get, (void *)both, NULL };
+	struct scheme_fields f;
+	const char *why;
+
+	ck_assert_int_eq(scheme_extract(s, NULL, &h, (const unsigned char *)"{}",
+	    2, &f, &why), 0);
+	ck_assert_str_eq(f.id, "e-1");
+	h.arg = (void *)old;
+	ck_assert_int_eq(scheme_extract(s, NULL, &h, (const unsigned char *)"{}",
+	    2, &f, &why), 0);
+	ck_assert_str_eq(f.id, "w-1");
+}
+END_TEST
+
 START_TEST(vectors_loaded)
 {
 	ck_assert_msg(pv_vectors != NULL && pv_count > 0, "%s", pv_error);
@@ -722,6 +877,11 @@ scheme_suite(void)
 
 	tc = tcase_create("vectors");
 	tcase_add_test(tc, vectors_loaded);
+	tcase_add_test(tc, behaviour_table_is_the_code);
+	tcase_add_test(tc, id_signed_by_where_it_is);
+	tcase_add_test(tc, twilio_digest_of_the_form_not_its_bytes);
+	tcase_add_test(tc, woocommerce_secret_entities_decoded);
+	tcase_add_test(tc, shopify_event_id_then_webhook_id);
 	tcase_add_loop_test(tc, vector, 0, pv_count);
 	suite_add_tcase(s, tc);
 

@@ -27,6 +27,7 @@ static const struct source_key {
 	{ "timestamp_header", SCHEME_HMAC }, { "separator", SCHEME_HMAC },
 	{ "id", SCHEME_COUNT }, { "type", SCHEME_COUNT },
 	{ "time", SCHEME_COUNT }, { "object", SCHEME_COUNT },
+	{ "object_type", SCHEME_COUNT },
 };
 #define NSOURCE_KEYS	(sizeof source_keys / sizeof source_keys[0])
 
@@ -127,8 +128,9 @@ add_secret(struct config_source *src, const char *v, char *why)
 	return 0;
 }
 
-/* id, type, time, object: a header name (a token, RFC 9110) or a JSON
- * pointer (starting with '/'), read when a delivery comes. */
+/* id, type, time, object, object_type: a header name (a token, RFC
+ * 9110) or a JSON pointer (starting with '/'), read when a delivery
+ * comes. */
 static int
 set_locate(struct config_source *src, const char *key, const char *v,
     char *why)
@@ -140,8 +142,10 @@ set_locate(struct config_source *src, const char *key, const char *v,
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != vl))
 		return refuse(why, "[source %s]: %s: neither a header name nor "
 		    "a JSON pointer (\"/data/id\")", src->name, key);
-	return set_string(src, key[0] == 'i' ? &l->id : key[1] == 'y' ?
-	    &l->type : key[1] == 'i' ? &l->time : &l->object, v, why);
+	return set_string(src, strcmp(key, "id") == 0 ? &l->id :
+	    strcmp(key, "type") == 0 ? &l->type :
+	    strcmp(key, "time") == 0 ? &l->time :
+	    strcmp(key, "object") == 0 ? &l->object : &l->object_type, v, why);
 }
 
 int
@@ -211,7 +215,8 @@ source_set(struct config_source *src, unsigned *seen, const char *name,
 		return 0;
 	}
 	if (strcmp(k->name, "id") == 0 || strcmp(k->name, "type") == 0 ||
-	    strcmp(k->name, "time") == 0 || strcmp(k->name, "object") == 0)
+	    strcmp(k->name, "time") == 0 || strcmp(k->name, "object") == 0 ||
+	    strcmp(k->name, "object_type") == 0)
 		return set_locate(src, k->name, v, why);
 	return set_string(src, strcmp(k->name, "url") == 0 ? &sp->url :
 	    strcmp(k->name, "header") == 0 ? &sp->header :
@@ -251,6 +256,7 @@ source_free(struct config_source *src)
 	free((char *)src->locate.type);
 	free((char *)src->locate.time);
 	free((char *)src->locate.object);
+	free((char *)src->locate.object_type);
 	for (j = 0; j < SCHEME_SECRETS_MAX; j++)
 		scheme_secret_wipe(&src->secrets[j]);
 	memset(src, 0, sizeof *src);
