@@ -41,8 +41,11 @@ TSAN_FLAGS = -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS = test_committer
 
 # lib/, one folder a part of the architecture (docs/DESIGN.md "Layout").
-COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c scheme.c \
-	      scheme_verify.c scheme_sign.c)
+COMMON_SRC  = $(addprefix lib/common/,util.c utf8.c instant.c signature.c)
+# One file per provider, the table and what they share (lib/scheme/scheme.h).
+SCHEME_SRC  = $(addprefix lib/scheme/,scheme.c mac.c sample.c standard.c stripe.c \
+	      github.c shopify.c woocommerce.c slack.c paddle.c discord.c gitlab.c \
+	      twilio.c mercadopago.c hmac.c)
 PROGRAM_SRC = $(addprefix lib/program/,config.c source.c keyname.c version.c)
 RECEIVE_SRC = $(addprefix lib/receive/,request.c site.c \
 	      receive.c committer.c upgrade.c)
@@ -56,7 +59,7 @@ DRAIN_SRC   = $(addprefix lib/drain/,drain.c handler.c guard.c runlock.c \
 OPERATOR_SRC = $(addprefix lib/operator/,present.c status.c digest.c bulk.c copy.c trial.c \
 	      setup_check.c sender.c probe.c)
 REPORT_SRC  = $(addprefix lib/report/,runrec.c report.c html.c prom.c)
-LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC) \
+LIB_SRC	 = $(COMMON_SRC) $(STORE_SRC) $(SCHEME_SRC) $(PROGRAM_SRC) $(RECEIVE_SRC) $(DRAIN_SRC) \
 	   $(OPERATOR_SRC) $(REPORT_SRC)
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/store/schema.o $(B)/lib/store/schema_pg.o
 UNIT_TESTS = test_util test_instant test_signature test_scheme test_scheme_sign test_event test_config \
@@ -181,8 +184,7 @@ FUZZ_CFLAGS	 = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 		   $(PKG_CFLAGS) -I.
 FUZZ_LIBS	:= $(shell pkg-config --libs libsodium libcjson inih nettle 2>/dev/null)
 FUZZ_LIB_OBJ	 = $(patsubst %.c,$(FB)/%.o,lib/common/util.c lib/common/instant.c \
-		   lib/common/signature.c lib/common/scheme.c lib/common/scheme_verify.c \
-		   lib/common/scheme_sign.c lib/store/event.c \
+		   lib/common/signature.c $(SCHEME_SRC) lib/store/event.c \
 		   lib/program/config.c lib/program/source.c lib/program/keyname.c)
 FUZZ_BINS	 = $(FUZZ_TARGETS:%=$(FB)/%)
 

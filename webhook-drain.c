@@ -884,12 +884,11 @@ cmd_purge(const struct config *c, struct opts *o)
 static int
 cmd_send(const struct config *c, struct opts *o)
 {
-	const struct signature_key *key = NULL;
-	const struct config_source *src = NULL;
+	const struct config_source *src;
 	struct sender_answer a;
 	enum sender_status st;
 	struct buf body, err;
-	char idbuf[SENDER_SOURCE_ID_SIZE];
+	char idbuf[SCHEME_SAMPLE_ID_SIZE], inbox_id[SCHEME_KEY_MAX];
 	const char *id = o->id, *ca;
 	int rc = EXIT_FAILED;
 
@@ -904,38 +903,29 @@ cmd_send(const struct config *c, struct opts *o)
 	buf_init(&body, SENDER_BODY_MAX);
 	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&a.body, 4096);
-	if (o->source != NULL) {
-		if ((src = sender_source(c, o->source, &err)) == NULL) {
-			fprintf(stderr, "webhook-drain: send: %s\n", err.data);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		if (!sender_url_names_source(o->args[0], src->name))
-			fprintf(stderr, "webhook-drain: note: %s does not end in "
-			    "/%s, the path the receiver takes [source %s] at\n",
-			    o->args[0], src->name, src->name);
-	} else if ((key = sender_key(c)) == NULL) {
-		fprintf(stderr, "webhook-drain: send needs a whsec_ secret in %s%s\n",
-		    c->path, c->nsources > 0 ? " (its [source NAME] sections: "
-		    "send --source NAME URL/NAME)" : "");
+	/* No --source: the default source, the top-level keys. */
+	if ((src = sender_source(c, o->source, &err)) == NULL) {
+		fprintf(stderr, "webhook-drain: %s%s\n", o->source != NULL ?
+		    "send: " : "", err.data);
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	if (o->source != NULL && !sender_url_names_source(o->args[0], src->name))
+		fprintf(stderr, "webhook-drain: note: %s does not end in "
+		    "/%s, the path the receiver takes [source %s] at\n",
+		    o->args[0], src->name, src->name);
 	if (id == NULL)
-		id = src != NULL ? sender_source_id(src->scheme, idbuf) :
-		    sender_new_id(idbuf);
+		id = scheme_sample_id(src->scheme, idbuf);
 	if (sender_pick_body(o->nargs == 2 ? o->args[1] : NULL, o->size > 0 ||
-	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id,
-	    src != NULL ? src->scheme : NULL, &body, &err) == -1) {
+	    (o->nargs == 1 && isatty(STDIN_FILENO)), o->size, id, src->scheme,
+	    &body, &err) == -1) {
 		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
 	}
-	st = src != NULL ? sender_post_source(c, src, o->args[0], id, body.data,
-	    body.len, &a, &err) : sender_post(c, key, o->args[0], id, body.data,
+	st = sender_post_source(c, src, NULL, o->args[0], id, body.data,
 	    body.len, &a, &err);
 	if (st == SENDER_UNSIGNED) {
-		fprintf(stderr, "webhook-drain: %s\n", src != NULL ? err.data :
-		    "cannot sign");
+		fprintf(stderr, "webhook-drain: %s\n", err.data);
 		goto out;
 	}
 	if (st != SENDER_SENT) {
@@ -950,15 +940,12 @@ cmd_send(const struct config *c, struct opts *o)
 		}
 		goto out;
 	}
-	if (src != NULL) {
-		char inbox_id[INBOX_SOURCE_MAX + 8 + SCHEME_VALUE_MAX];
-
-		/* What list and show will call it, the body's own id
-		 * included (a FILE's), not the one made up here. */
+	/* What list and show will call it, the body's own id included (a
+	 * FILE's), not the one made up here. */
+	if (o->source != NULL)
 		printf("%ld source=%s id=%s ", a.status, src->name,
-		    sender_source_inbox_id(src, id, body.data, body.len,
-		    inbox_id, sizeof inbox_id) ? inbox_id : "(refused)");
-	}
+		    sender_source_inbox_id(src, id, o->args[0], body.data,
+		    body.len, inbox_id, sizeof inbox_id) ? inbox_id : "(refused)");
 	else
 		printf("%ld webhook-id=%s ", a.status, id);
 	if (a.ours)

@@ -26,7 +26,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 #include "lib/common/signature.h"
 #include "lib/program/config.h"
 #include "lib/store/event.h"

@@ -28,7 +28,7 @@
       POST N such deliveries one at a time; print each answer; exit 1
       unless all were 2xx (a check of the config, before any row).
 
-The schemes as docs/providers.md lists them (lib/common/scheme*.c): what
+The schemes as docs/providers.md lists them (lib/scheme/): what
 each signs and the headers each provider sends.
 """
 import argparse

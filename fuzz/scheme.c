@@ -1,12 +1,12 @@
 /*
- * fuzz/scheme: lib/common/scheme.c — every scheme's header parsers,
+ * fuzz/scheme: lib/scheme/ — every provider's header parsers,
  * verifiers, secrets, recognition and extraction.
  *
  * Input:
  *
  *	SCHEME-BYTE SECRETS '\n' (NAME ':' ' '? VALUE '\n')* '\n' BODY
  *
- * SCHEME-BYTE picks the endpoint's scheme (mod SCHEME_COUNT); SECRETS are
+ * SCHEME-BYTE picks the endpoint's scheme (mod the table's size); SECRETS are
  * up to SCHEME_SECRETS_MAX secrets separated by 0x01, each loaded with
  * scheme_secret_load; then headers until an empty line, then the body.
  * Twilio's URL is its documented example's; the generic scheme is
@@ -38,7 +38,7 @@
 
 #include <sodium.h>
 
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -148,7 +148,7 @@ sign_round_trip(const struct scheme *s, const struct scheme_params *p,
 	size_t i;
 
 	for (i = 0; i < nkeys; i++) {
-		if (scheme_sign(s, p, &keys[i], body, len, NOW, "fuzz_id", "t",
+		if (scheme_sign(s, p, &keys[i], body, len, NOW, "fuzz_id", "t",NULL, 
 		    &out, &why) == -1) {
 			CHECK(why != NULL && out.n == 0);
 			continue;
@@ -157,7 +157,7 @@ sign_round_trip(const struct scheme *s, const struct scheme_params *p,
 		    &res) == 0)
 			CHECK(res.outcome != SCHEME_PING);
 		else
-			CHECK(s->id == SCHEME_SLACK &&
+			CHECK(s == scheme_find("slack") &&
 			    res.outcome == SCHEME_MALFORMED);
 		scheme_signed_wipe(&out);
 	}
@@ -176,12 +176,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *end = data + size, *q, *nl, *body;
 	const char *why;
 	char *secrets, *tok, *save, line[160];
-	size_t nkeys = 0, i;
+	size_t nkeys = 0, i, n;
 	int rc;
 
 	if (size < 2)
 		return 0;
-	s = scheme_get((enum scheme_id)(data[0] % SCHEME_COUNT));
+	for (n = 0; scheme_at(n) != NULL; n++)
+		;
+	s = scheme_at(data[0] % n);
 	q = data + 1;
 	if ((nl = memchr(q, '\n', (size_t)(end - q))) == NULL)
 		return 0;
@@ -227,14 +229,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	rec = scheme_recognise(&h);
 	if (res.outcome == SCHEME_OTHER)
-		CHECK(rec != NULL && rec != s && rec->id == res.looks_like);
+		CHECK(rec != NULL && rec != s && rec == res.looks_like);
 
 	/* The body-only HMAC schemes against the reference. */
-	if (s->id == SCHEME_GITHUB || s->id == SCHEME_SHOPIFY ||
-	    s->id == SCHEME_WOOCOMMERCE) {
-		const char *hv = s->id == SCHEME_GITHUB ?
+	if (s == scheme_find("github") || s == scheme_find("shopify") ||
+	    s == scheme_find("woocommerce")) {
+		const char *hv = s == scheme_find("github") ?
 		    hl_get(&hl, "X-Hub-Signature-256") :
-		    s->id == SCHEME_SHOPIFY ?
+		    s == scheme_find("shopify") ?
 		    (hl_get(&hl, "X-Shopify-Hmac-Sha256") != NULL &&
 		    hl_get(&hl, "X-Shopify-Hmac-Sha256")[0] != '\0' ?
 		    hl_get(&hl, "X-Shopify-Hmac-Sha256") :
@@ -243,15 +245,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int any = 0;
 
 		for (i = 0; hv != NULL && hv[0] != '\0' && i < nkeys; i++)
-			any |= reference(&keys[i], hv, s->id == SCHEME_GITHUB ?
-			    "sha256=" : "", s->id == SCHEME_GITHUB, body,
+			any |= reference(&keys[i], hv, s == scheme_find("github") ?
+			    "sha256=" : "", s == scheme_find("github"), body,
 			    (size_t)(end - body));
 		if (res.outcome != SCHEME_PING)
 			CHECK(any == (res.outcome == SCHEME_OK));
 		if (res.outcome == SCHEME_OK)
 			CHECK(reference(&keys[res.key_index], hv,
-			    s->id == SCHEME_GITHUB ? "sha256=" : "",
-			    s->id == SCHEME_GITHUB, body, (size_t)(end - body)));
+			    s == scheme_find("github") ? "sha256=" : "",
+			    s == scheme_find("github"), body, (size_t)(end - body)));
 	}
 
 	if (scheme_extract(s, NULL, &h, body, (size_t)(end - body), &f, &why) == 0) {

@@ -209,7 +209,7 @@ class TestDrainLedger(unittest.TestCase):
 
 class TestSchemeDeliveries(unittest.TestCase):
     """bench/schemes.py's deliveries (bench/signed_schemes.py) verify
-    under lib/common/scheme*.c, each scheme's as its source checks it
+    under lib/scheme/, each provider's as its source checks it
     (bench/scheme_cost exits 1 on one that does not), and are distinct."""
 
     def test_every_scheme_verifies(self):

@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 
 #ifndef PROVIDER_VECTORS
 #error "PROVIDER_VECTORS must name providers.json (the Makefile passes it)"

@@ -874,7 +874,7 @@ START_TEST(sources_loaded)
 	ck_assert_uint_eq(l.c.nsecrets, 1);
 	st = config_source_find(&l.c, "stripe");
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(st->scheme->id, SCHEME_STRIPE);
+	ck_assert_ptr_eq(st->scheme, scheme_find("stripe"));
 	ck_assert_uint_eq(st->nsecrets, 2);
 	/* Stripe's key is the whole whsec_ text. */
 	ck_assert_uint_eq(st->secrets[0].len, 38);
@@ -944,7 +944,7 @@ START_TEST(sources_refused)
 		{ "[source stripe]\nscheme = strype\n",
 		  ":4: [source stripe]: scheme: not one of standard stripe "
 		  "github shopify woocommerce slack paddle discord gitlab "
-		  "twilio hmac" },
+		  "twilio mercadopago hmac" },
 		{ "[source stripe]\nscheme = stripe\nsecret = sk_live_51AbCdEfGh\n",
 		  ":5: [source stripe]: secret: that is a Stripe API key; the "
 		  "webhook signing secret starts with whsec_ (Dashboard, "

@@ -311,10 +311,10 @@ START_TEST(nothing_listening_or_no_secret_fails)
 	ck_assert(contains(s.text, "FAIL GET: "));
 	/* A config with no whsec_ secret cannot sign: one failure, nothing
 	 * sent. */
-	keep = c.nsecrets;
-	c.nsecrets = 0;
+	keep = c.default_source.nsecrets;
+	c.default_source.nsecrets = 0;
 	probe(&c, url, &s, &n);
-	c.nsecrets = keep;
+	c.default_source.nsecrets = keep;
 	ck_assert_int_eq(n.fail, 1);
 	ck_assert(contains(s.text, "FAIL no whsec_ secret in "));
 	config_free(&c);

@@ -353,7 +353,7 @@ START_TEST(id_too_long_400)
 	fx_init(&x, "longid", "");
 	post(&x, id, BODY, strlen(BODY));
 	ck_assert_int_eq(run(&x), 400);
-	ck_assert(logged(&x, "webhook-id longer than 256 bytes"));
+	ck_assert(logged(&x, "the id is longer than 256 bytes"));
 	/* The longest accepted id is stored. */
 	id[WEBHOOK_ID_MAX] = '\0';
 	fx_free(&x);

@@ -1,5 +1,5 @@
 /*
- * test_scheme_sign: lib/common/scheme_sign.c — for every valid signed
+ * test_scheme_sign: lib/scheme/ (each provider's sign) — for every valid signed
  * delivery of tests/vectors/providers.json (each provider's own SDK's),
  * signing its body with its secret, timestamp and id gives the vector's
  * signature header byte for byte (one entry of it where the sender signed
@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 #include "tests/check_common.h"
 #include "tests/provider_vectors.h"
 
@@ -45,6 +45,13 @@ signed_get(void *arg, const char *name)
 	return scheme_signed_get(arg, name);
 }
 
+/* Is s the scheme called name? */
+static int
+is(const struct scheme *s, const char *name)
+{
+	return s != NULL && strcmp(s->name, name) == 0;
+}
+
 /* The time the vector's sender signed (its header's), else its clock. */
 static int64_t
 vector_time(const struct scheme *s, const struct scheme_params *p,
@@ -52,24 +59,15 @@ vector_time(const struct scheme *s, const struct scheme_params *p,
 {
 	const char *v = NULL, *t;
 
-	switch (s->id) {
-	case SCHEME_STANDARD:
+	if (is(s, "standard")) {
 		v = vheader(headers, "webhook-timestamp");
-		break;
-	case SCHEME_SLACK:
+	} else if (is(s, "slack")) {
 		v = vheader(headers, "X-Slack-Request-Timestamp");
-		break;
-	case SCHEME_STRIPE:
-	case SCHEME_PADDLE:
+	} else if (is(s, "stripe") || is(s, "paddle") || is(s, "mercadopago")) {
 		t = vheader(headers, s->signature_header);
 		v = t != NULL ? strchr(t, '=') + 1 : NULL;
-		break;
-	case SCHEME_HMAC:
-		if (p->timestamp_header != NULL)
-			v = vheader(headers, p->timestamp_header);
-		break;
-	default:
-		break;
+	} else if (is(s, "hmac") && p->timestamp_header != NULL) {
+		v = vheader(headers, p->timestamp_header);
 	}
 	return v != NULL ? strtoll(v, NULL, 10) : now;
 }
@@ -89,6 +87,14 @@ static const struct {
 	    ":443; we sign the configured URL as written", 0 },
 	{ "twilio_hmac_sha256", "the newer shared-key HMAC-SHA256, which "
 	    "scheme_sign does not make (the Auth Token's SHA-1 only)", 0 },
+	/* Mercado Pago signs a request id of its own, new for every
+	 * request: ours is another, so is the MAC; the query, the form of
+	 * the header and the verdict are compared. */
+	{ "mercadopago_valid", "a request id of ours", 0 },
+	{ "mercadopago_rotation_two_secrets", "a request id of ours", 0 },
+	{ "mercadopago_no_request_id", "a request id of ours", 0 },
+	{ "mercadopago_body_not_signed", "a request id of ours", 0 },
+	{ "mercadopago_uppercase_id_signed_as_sent", "a request id of ours", 0 },
 };
 
 /* Is the vector one a sender signs (valid, signed, signable)? */
@@ -98,7 +104,7 @@ signable(const cJSON *c, const struct scheme *s)
 	const char *o = pv_member(c, "outcome");
 
 	return strcmp(pv_member(c, "expected"), "valid") == 0 &&
-	    (o == NULL || strcmp(o, "answer") == 0) && s->id != SCHEME_DISCORD;
+	    (o == NULL || strcmp(o, "answer") == 0) && s != scheme_find("discord");
 }
 
 START_TEST(vector_signs_as_the_sdk)
@@ -128,17 +134,8 @@ START_TEST(vector_signs_as_the_sdk)
 		    &keys[nkeys], &why), 0);
 		nkeys++;
 	}
-	char called[2048];
-
 	k = cJSON_IsNumber(ki) ? (size_t)ki->valuedouble : 0;
 	pv_params(c, s, &p);
-	/* The sender signs the URL it calls: the configured one and what it
-	 * appends (Twilio's bodySHA256). */
-	if (pv_member(c, "query") != NULL) {
-		snprintf(called, sizeof called, "%s?%s", p.url,
-		    pv_member(c, "query"));
-		p.url = called;
-	}
 	t = vector_time(s, &p, headers, (int64_t)now->valuedouble);
 	id = s->id_header != NULL ? vheader(headers, s->id_header) : NULL;
 	if (id == NULL)
@@ -146,11 +143,11 @@ START_TEST(vector_signs_as_the_sdk)
 	if (s->type_header != NULL)
 		type = vheader(headers, s->type_header);
 	ck_assert_msg(scheme_sign(s, &p, &keys[k], (const unsigned char *)body,
-	    strlen(body), t, id, type, &out, &why) == 0, "%s: %s", name, why);
+	    strlen(body), t, id, type, NULL, &out, &why) == 0, "%s: %s", name, why);
 	/* The signature header: the SDK's, byte for byte. */
-	want = vheader(headers, s->id == SCHEME_HMAC ? p.header :
+	want = vheader(headers, s == scheme_find("hmac") ? p.header :
 	    s->signature_header);
-	got = scheme_signed_get(&out, s->id == SCHEME_HMAC ? p.header :
+	got = scheme_signed_get(&out, s == scheme_find("hmac") ? p.header :
 	    s->signature_header);
 	ck_assert_msg(want != NULL && got != NULL, "%s: no signature header",
 	    name);
@@ -163,8 +160,8 @@ START_TEST(vector_signs_as_the_sdk)
 	} else if (unlike[u].entry) {
 		/* Ours is one of the entries: the last after the
 		 * timestamp's separator, or the whole for standard. */
-		const char *e = s->id == SCHEME_STRIPE ? strrchr(got, ',') + 1 :
-		    s->id == SCHEME_PADDLE ? strrchr(got, ';') + 1 : got;
+		const char *e = s == scheme_find("stripe") ? strrchr(got, ',') + 1 :
+		    s == scheme_find("paddle") ? strrchr(got, ';') + 1 : got;
 
 		ck_assert_msg(strstr(want, e) != NULL, "%s: %s not in %s", name,
 		    e, want);
@@ -180,6 +177,7 @@ START_TEST(vector_signs_as_the_sdk)
 		if (v != NULL && strcmp(out.h[u].name, "X-Shopify-Triggered-At") &&
 		    strcmp(out.h[u].name, "X-Shopify-Webhook-Id") &&
 		    strcmp(out.h[u].name, "X-Shopify-Shop-Domain") &&
+		    strcmp(out.h[u].name, "x-request-id") &&
 		    strcmp(out.h[u].name, s->signature_header))
 			ck_assert_msg(strcmp(v, out.h[u].value) == 0,
 			    "%s: %s: %s, the SDK's %s", name, out.h[u].name,
@@ -187,7 +185,13 @@ START_TEST(vector_signs_as_the_sdk)
 	}
 	if ((want = vheader(headers, "Content-Type")) != NULL)
 		ck_assert_str_eq(out.content_type, want);
-	/* And the verifier takes it, under the secret that signed it. */
+	/* What the sender adds to the URL it calls (Twilio's bodySHA256):
+	 * the query the vector's request carried. */
+	ck_assert_str_eq(out.query, pv_member(c, "query") != NULL ?
+	    pv_member(c, "query") : "");
+	/* And the verifier takes it, under the secret that signed it, from
+	 * the URL the sender calls. */
+	h.query = out.query[0] != '\0' ? out.query : NULL;
 	ck_assert_msg(scheme_verify(s, &p, keys, nkeys, &h,
 	    (const unsigned char *)body, strlen(body),
 	    (int64_t)now->valuedouble, &res) == 0, "%s: %s", name, res.why);
@@ -200,7 +204,8 @@ END_TEST
 
 START_TEST(signed_vectors_counted)
 {
-	int n = 0, per[SCHEME_COUNT] = { 0 };
+	const struct scheme *sc;
+	int n = 0, per[SCHEME_MAX] = { 0 };
 
 	ck_assert_int_gt(pv_count, 0);
 	for (int i = 0; i < pv_count; i++) {
@@ -209,14 +214,15 @@ START_TEST(signed_vectors_counted)
 
 		if (signable(c, s)) {
 			n++;
-			per[s->id]++;
+			for (size_t k = 0; scheme_at(k) != NULL; k++)
+				per[k] += scheme_at(k) == s;
 		}
 	}
-	/* Every scheme but Discord's has a vector signed here. */
-	for (int id = 0; id < SCHEME_COUNT; id++)
-		if (id != SCHEME_DISCORD)
-			ck_assert_msg(per[id] > 0, "no signed vector for %s",
-			    scheme_get((enum scheme_id)id)->name);
+	/* Every scheme that signs has a vector signed here. */
+	for (size_t k = 0; (sc = scheme_at(k)) != NULL; k++)
+		if (sc->sign != NULL)
+			ck_assert_msg(per[k] > 0, "no signed vector for %s",
+			    sc->name);
 	ck_assert_int_ge(n, 25);
 }
 END_TEST
@@ -225,26 +231,23 @@ END_TEST
 
 /* A secret as each scheme's dashboard shows one. */
 static const char *
-secret_text(enum scheme_id id, int second)
+secret_text(const char * id, int second)
 {
-	switch (id) {
-	case SCHEME_STANDARD:
+	if (strcmp(id, "standard") == 0)
 		return second ? "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD" :
 		    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-	case SCHEME_STRIPE:
+	if (strcmp(id, "stripe") == 0)
 		return second ? "whsec_second" : "whsec_first";
-	case SCHEME_PADDLE:
+	if (strcmp(id, "paddle") == 0)
 		return second ? "pdl_ntfset_second" : "pdl_ntfset_first";
-	default:
-		return second ? "second secret" : "first secret";
-	}
+	return second ? "second secret" : "first secret";
 }
 
 static void
-round_trip(enum scheme_id id, const struct scheme_params *pp,
+round_trip(const char * id, const struct scheme_params *pp,
     const char *body, const char *content_type)
 {
-	const struct scheme *s = scheme_get(id);
+	const struct scheme *s = scheme_find(id);
 	struct scheme_secret keys[2];
 	struct scheme_signed out;
 	struct scheme_headers h = { signed_get, &out, NULL };
@@ -264,17 +267,18 @@ round_trip(enum scheme_id id, const struct scheme_params *pp,
 		/* Signed with each secret; verified with both configured. */
 		ck_assert_msg(scheme_sign(s, &p, &keys[k],
 		    (const unsigned char *)body, strlen(body), now - 5,
-		    "id_1", "thing.happened", &out, &why) == 0, "%s: %s",
+		    "id_1", "thing.happened", NULL, &out, &why) == 0, "%s: %s",
 		    s->name, why);
 		ck_assert_str_eq(out.content_type, content_type);
+		h.query = out.query[0] != '\0' ? out.query : NULL;
 		ck_assert_msg(scheme_verify(s, &p, keys, 2, &h,
 		    (const unsigned char *)body, strlen(body), now, &res) == 0,
 		    "%s key %zu: %s", s->name, k, res.why);
 		ck_assert_int_eq(res.outcome, SCHEME_OK);
 		ck_assert_uint_eq(res.key_index, k);
-		ck_assert_ptr_eq(scheme_recognise(&h), id == SCHEME_HMAC ? NULL : s);
+		ck_assert_ptr_eq(scheme_recognise(&h), strcmp(id, "hmac") == 0 ? NULL : s);
 		/* A byte more in the body: refused (GitLab signs no body). */
-		if (id != SCHEME_GITLAB)
+		if (strcmp(id, "gitlab") != 0)
 			ck_assert_int_eq(scheme_verify(s, &p, keys, 2, &h,
 			    (const unsigned char *)body, strlen(body) - 1, now,
 			    &res), -1);
@@ -282,7 +286,7 @@ round_trip(enum scheme_id id, const struct scheme_params *pp,
 	}
 	/* Only the other secret configured: refused, for a signing scheme. */
 	ck_assert_int_eq(scheme_sign(s, &p, &keys[0], (const unsigned char *)body,
-	    strlen(body), now, "id_1", "t", &out, &why), 0);
+	    strlen(body), now, "id_1", "t", NULL, &out, &why), 0);
 	ck_assert_int_eq(scheme_verify(s, &p, &keys[1], 1, &h,
 	    (const unsigned char *)body, strlen(body), now, &res), -1);
 	ck_assert_int_eq(res.outcome, SCHEME_BAD_SIGNATURE);
@@ -296,29 +300,29 @@ START_TEST(round_trips_each_scheme_and_rotation)
 	static const char json[] = "{\"id\":\"evt_1\",\"type\":\"a.b\"}";
 	struct scheme_params p;
 
-	round_trip(SCHEME_STANDARD, NULL, json, "application/json");
-	round_trip(SCHEME_STRIPE, NULL, json, "application/json");
-	round_trip(SCHEME_GITHUB, NULL, json, "application/json");
-	round_trip(SCHEME_SHOPIFY, NULL, json, "application/json");
-	round_trip(SCHEME_WOOCOMMERCE, NULL, json, "application/json");
-	round_trip(SCHEME_SLACK, NULL, json, "application/json");
-	round_trip(SCHEME_PADDLE, NULL, json, "application/json");
-	round_trip(SCHEME_GITLAB, NULL, json, "application/json");
-	scheme_params_init(scheme_get(SCHEME_TWILIO), &p);
+	round_trip("standard", NULL, json, "application/json");
+	round_trip("stripe", NULL, json, "application/json");
+	round_trip("github", NULL, json, "application/json");
+	round_trip("shopify", NULL, json, "application/json");
+	round_trip("woocommerce", NULL, json, "application/json");
+	round_trip("slack", NULL, json, "application/json");
+	round_trip("paddle", NULL, json, "application/json");
+	round_trip("gitlab", NULL, json, "application/json");
+	scheme_params_init(scheme_find("twilio"), &p);
 	p.url = "https://hooks.example.net/webhook.fcgi/twilio?x=1";
-	round_trip(SCHEME_TWILIO, &p,
+	round_trip("twilio", &p,
 	    "MessageSid=SM1&Body=Gr%C3%BC%C3%9Fe+%26+100%25&From=%2B1&Body=a",
 	    "application/x-www-form-urlencoded");
 	for (int alg = SCHEME_SHA1; alg <= SCHEME_SHA512; alg++)
 		for (int enc = SCHEME_HEX; enc <= SCHEME_BASE64; enc++) {
-			scheme_params_init(scheme_get(SCHEME_HMAC), &p);
+			scheme_params_init(scheme_find("hmac"), &p);
 			p.header = "X-Sig";
 			p.prefix = alg == SCHEME_SHA256 ? "sha256=" : NULL;
 			p.alg = (enum scheme_alg)alg;
 			p.encoding = (enum scheme_encoding)enc;
 			p.timestamp_header = enc == SCHEME_HEX ? "X-Time" : NULL;
 			p.separator = alg == SCHEME_SHA512 ? ":" : NULL;
-			round_trip(SCHEME_HMAC, &p, json, "application/json");
+			round_trip("hmac", &p, json, "application/json");
 		}
 }
 END_TEST
@@ -326,25 +330,25 @@ END_TEST
 START_TEST(headers_as_each_sender_names_them)
 {
 	static const struct {
-		enum scheme_id	 id;
+		const char *	 id;
 		const char	*names[8];
 	} cases[] = {
-		{ SCHEME_STANDARD, { "webhook-id", "webhook-timestamp",
+		{ "standard", { "webhook-id", "webhook-timestamp",
 		    "webhook-signature" } },
-		{ SCHEME_STRIPE, { "Stripe-Signature" } },
-		{ SCHEME_GITHUB, { "X-Hub-Signature-256", "X-Hub-Signature",
+		{ "stripe", { "Stripe-Signature" } },
+		{ "github", { "X-Hub-Signature-256", "X-Hub-Signature",
 		    "X-GitHub-Delivery", "X-GitHub-Event" } },
-		{ SCHEME_SHOPIFY, { "X-Shopify-Hmac-Sha256", "X-Shopify-Event-Id",
+		{ "shopify", { "X-Shopify-Hmac-Sha256", "X-Shopify-Event-Id",
 		    "X-Shopify-Topic", "X-Shopify-Triggered-At",
 		    "X-Shopify-Webhook-Id", "X-Shopify-Shop-Domain",
 		    "X-Shopify-API-Version" } },
-		{ SCHEME_WOOCOMMERCE, { "X-WC-Webhook-Signature",
+		{ "woocommerce", { "X-WC-Webhook-Signature",
 		    "X-WC-Webhook-Delivery-ID", "X-WC-Webhook-Topic",
 		    "X-WC-Webhook-Resource", "X-WC-Webhook-Event" } },
-		{ SCHEME_SLACK, { "X-Slack-Signature",
+		{ "slack", { "X-Slack-Signature",
 		    "X-Slack-Request-Timestamp" } },
-		{ SCHEME_PADDLE, { "Paddle-Signature" } },
-		{ SCHEME_GITLAB, { "X-Gitlab-Token", "X-Gitlab-Event-UUID",
+		{ "paddle", { "Paddle-Signature" } },
+		{ "gitlab", { "X-Gitlab-Token", "X-Gitlab-Event-UUID",
 		    "X-Gitlab-Event" } },
 	};
 	struct scheme_signed out;
@@ -353,14 +357,14 @@ START_TEST(headers_as_each_sender_names_them)
 	const char *why;
 
 	for (size_t i = 0; i < NELEM(cases); i++) {
-		const struct scheme *s = scheme_get(cases[i].id);
+		const struct scheme *s = scheme_find(cases[i].id);
 		size_t n = 0;
 
 		scheme_params_init(s, &p);
-		ck_assert_int_eq(scheme_secret_load(s, secret_text(s->id, 0), &k,
+		ck_assert_int_eq(scheme_secret_load(s, secret_text(s->name, 0), &k,
 		    &why), 0);
 		ck_assert_int_eq(scheme_sign(s, &p, &k, (const unsigned char *)"{}",
-		    2, 1764806400, "id_9", "order.updated", &out, &why), 0);
+		    2, 1764806400, "id_9", "order.updated", NULL, &out, &why), 0);
 		while (n < NELEM(cases[i].names) && cases[i].names[n] != NULL) {
 			ck_assert_str_eq(out.h[n].name, cases[i].names[n]);
 			n++;
@@ -370,30 +374,30 @@ START_TEST(headers_as_each_sender_names_them)
 	}
 	/* Values: Stripe's and Paddle's forms, Shopify's instant, GitHub's
 	 * SHA-1 twin, GitLab's token. */
-	scheme_params_init(scheme_get(SCHEME_STRIPE), &p);
-	ck_assert_int_eq(scheme_secret_load(scheme_get(SCHEME_STRIPE), "whsec_k",
+	scheme_params_init(scheme_find("stripe"), &p);
+	ck_assert_int_eq(scheme_secret_load(scheme_find("stripe"), "whsec_k",
 	    &k, &why), 0);
-	ck_assert_int_eq(scheme_sign(scheme_get(SCHEME_STRIPE), &p, &k,
-	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, &out, &why), 0);
+	ck_assert_int_eq(scheme_sign(scheme_find("stripe"), &p, &k,
+	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, NULL, &out, &why), 0);
 	ck_assert_int_eq(strncmp(out.h[0].value, "t=1764806400,v1=", 16), 0);
 	ck_assert_uint_eq(strlen(out.h[0].value), 16 + 64);
-	ck_assert_int_eq(scheme_sign(scheme_get(SCHEME_PADDLE), &p, &k,
-	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, &out, &why), 0);
+	ck_assert_int_eq(scheme_sign(scheme_find("paddle"), &p, &k,
+	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, NULL, &out, &why), 0);
 	ck_assert_int_eq(strncmp(out.h[0].value, "ts=1764806400;h1=", 17), 0);
-	ck_assert_int_eq(scheme_sign(scheme_get(SCHEME_SHOPIFY), &p, &k,
-	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, &out, &why), 0);
+	ck_assert_int_eq(scheme_sign(scheme_find("shopify"), &p, &k,
+	    (const unsigned char *)"{}", 2, 1764806400, NULL, NULL, NULL, &out, &why), 0);
 	ck_assert_str_eq(scheme_signed_get(&out, "x-shopify-triggered-at"),
 	    "2025-12-04T00:00:00Z");
 	/* No id or type given: their headers are left out. */
 	ck_assert_ptr_null(scheme_signed_get(&out, "X-Shopify-Webhook-Id"));
-	ck_assert_int_eq(scheme_sign(scheme_get(SCHEME_GITHUB), &p, &k,
-	    (const unsigned char *)"Hello, World!", 13, 0, NULL, NULL, &out,
+	ck_assert_int_eq(scheme_sign(scheme_find("github"), &p, &k,
+	    (const unsigned char *)"Hello, World!", 13, 0, NULL, NULL, NULL, &out,
 	    &why), 0);
 	ck_assert_int_eq(strncmp(scheme_signed_get(&out, "X-Hub-Signature"),
 	    "sha1=", 5), 0);
 	ck_assert_uint_eq(strlen(scheme_signed_get(&out, "X-Hub-Signature")), 45);
-	ck_assert_int_eq(scheme_sign(scheme_get(SCHEME_GITLAB), &p, &k,
-	    (const unsigned char *)"{}", 2, 0, NULL, NULL, &out, &why), 0);
+	ck_assert_int_eq(scheme_sign(scheme_find("gitlab"), &p, &k,
+	    (const unsigned char *)"{}", 2, 0, NULL, NULL, NULL, &out, &why), 0);
 	ck_assert_str_eq(scheme_signed_get(&out, "X-Gitlab-Token"), "whsec_k");
 	scheme_signed_wipe(&out);
 	ck_assert_uint_eq(out.n, 0);
@@ -406,10 +410,10 @@ START_TEST(refusals)
 {
 	static const char *discord_pk =
 	    "197f6b23e16c8532c6abc838facd5ea789be0c76b2920334039bfa8b3d368d61";
-	const struct scheme *d = scheme_get(SCHEME_DISCORD);
-	const struct scheme *std = scheme_get(SCHEME_STANDARD);
-	const struct scheme *h = scheme_get(SCHEME_HMAC);
-	const struct scheme *tw = scheme_get(SCHEME_TWILIO);
+	const struct scheme *d = scheme_find("discord");
+	const struct scheme *std = scheme_find("standard");
+	const struct scheme *h = scheme_find("hmac");
+	const struct scheme *tw = scheme_find("twilio");
 	struct scheme_signed out;
 	struct scheme_params p;
 	struct scheme_secret k;
@@ -423,7 +427,7 @@ START_TEST(refusals)
 	ck_assert_ptr_nonnull(strstr(why, "private key"));
 	why = NULL;
 	ck_assert_int_eq(scheme_sign(d, &p, &k, (const unsigned char *)"{}", 2,
-	    0, "i", NULL, &out, &why), -1);
+	    0, "i", NULL, NULL, &out, &why), -1);
 	ck_assert_ptr_nonnull(strstr(why, "Discord"));
 	ck_assert_uint_eq(out.n, 0);
 	/* A whpk_ key is one too. */
@@ -431,54 +435,55 @@ START_TEST(refusals)
 	ck_assert_int_eq(scheme_secret_load(std,
 	    "whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4=", &k, &why), 0);
 	ck_assert_int_eq(scheme_sign(std, &p, &k, (const unsigned char *)"{}", 2,
-	    0, "i", NULL, &out, &why), -1);
+	    0, "i", NULL, NULL, &out, &why), -1);
 	ck_assert_ptr_nonnull(strstr(why, "whpk_"));
 	/* Standard Webhooks signs its id: none is refused. */
 	ck_assert_int_eq(scheme_secret_load(std,
 	    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &k, &why), 0);
 	ck_assert_int_eq(scheme_can_sign(std, &k, &why), 1);
 	ck_assert_int_eq(scheme_sign(std, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), -1);
+	    0, NULL, NULL, NULL, &out, &why), -1);
 	ck_assert_int_eq(scheme_sign(std, &p, &k, (const unsigned char *)"{}", 2,
-	    -1, "i", NULL, &out, &why), -1);
+	    -1, "i", NULL, NULL, &out, &why), -1);
 	/* hmac: a header name or prefix that does not fit is refused, not
 	 * cut. */
 	scheme_params_init(h, &p);
 	ck_assert_int_eq(scheme_sign(h, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), -1);
+	    0, NULL, NULL, NULL, &out, &why), -1);
 	memset(big, 'X', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
 	p.header = "X-Sig";
 	p.prefix = big;
 	ck_assert_int_eq(scheme_sign(h, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), -1);
+	    0, NULL, NULL, NULL, &out, &why), -1);
 	ck_assert_uint_eq(out.n, 0);
 	big[SCHEME_HEADER_NAME_MAX] = '\0';
 	p.prefix = NULL;
 	p.header = big;
 	ck_assert_int_eq(scheme_sign(h, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), -1);
+	    0, NULL, NULL, NULL, &out, &why), -1);
 	big[SCHEME_HEADER_NAME_MAX - 1] = '\0';
 	ck_assert_int_eq(scheme_sign(h, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), 0);
-	/* Twilio: the URL it signs is required; a bodySHA256 URL takes only
-	 * its own body. */
+	    0, NULL, NULL, NULL, &out, &why), 0);
+	/* Twilio: the URL it signs is required; a JSON body's URL gets its
+	 * bodySHA256 (SHA-256("{}")) as Twilio adds it, after the query the
+	 * URL called has, and the URL alone is signed. */
 	scheme_params_init(tw, &p);
 	ck_assert_int_eq(scheme_sign(tw, &p, &k, (const unsigned char *)"a=b", 3,
-	    0, NULL, NULL, &out, &why), -1);
+	    0, NULL, NULL, NULL, &out, &why), -1);
 	ck_assert_ptr_nonnull(strstr(why, "url"));
-	p.url = "https://h.example/t?bodySHA256="
-	    "0000000000000000000000000000000000000000000000000000000000000000";
+	p.url = "https://h.example/t";
 	ck_assert_int_eq(scheme_sign(tw, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), -1);
-	ck_assert_ptr_nonnull(strstr(why, "bodySHA256"));
-	/* SHA-256("{}"): the URL alone is signed, the body sent as JSON. */
-	p.url = "https://h.example/t?bodySHA256="
-	    "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
-	ck_assert_int_eq(scheme_sign(tw, &p, &k, (const unsigned char *)"{}", 2,
-	    0, NULL, NULL, &out, &why), 0);
+	    0, NULL, NULL, "x=1", &out, &why), 0);
 	ck_assert_str_eq(out.content_type, "application/json");
+	ck_assert_str_eq(out.query, "x=1&bodySHA256="
+	    "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
 	ck_assert_uint_eq(out.n, 1);
+	/* A form: its parameters signed, the query left as it was. */
+	ck_assert_int_eq(scheme_sign(tw, &p, &k, (const unsigned char *)"a=b", 3,
+	    0, NULL, NULL, NULL, &out, &why), 0);
+	ck_assert_str_eq(out.content_type, "application/x-www-form-urlencoded");
+	ck_assert_str_eq(out.query, "");
 	scheme_secret_wipe(&k);
 }
 END_TEST

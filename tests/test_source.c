@@ -177,7 +177,7 @@ START_TEST(keys_refused)
 	    "scheme = first");
 	set_fails(s, &seen, "scheme", "gihtub", "[source gh]: scheme: not one "
 	    "of standard stripe github shopify woocommerce slack paddle "
-	    "discord gitlab twilio hmac");
+	    "discord gitlab twilio mercadopago hmac");
 	set_fails(s, &seen, "scheme", "", "[source gh]: scheme: empty value");
 	/* A refused scheme line still counts as given (a file reports its
 	 * first error only): the next one starts a new section's count. */

@@ -20,6 +20,9 @@ enum signature_kind {
 };
 
 /* Largest HMAC key we take, bytes (provider secrets are 24..64 bytes). */
+/* Longest webhook-signature (all lines joined), bytes: 32 entries of a v1a
+ * signature are under 4 KiB.  Longer is refused with 401, not truncated. */
+#define SIGNATURE_HEADER_MAX	16384
 #define SIGNATURE_KEY_MAX	128
 /* Keys tried per request: a rotation needs two or three; more is a config
  * mistake, and each HMAC key costs a pass over the body. */

@@ -15,7 +15,7 @@
 #include <sodium.h>
 
 #include "lib/drain/api.h"
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 #include "lib/drain/drain.h"
 #include "lib/drain/refetch.h"
 #include "lib/drain/runlock.h"
@@ -168,7 +168,7 @@ drain_count_stale(struct inbox *ib, const struct inbox_filter *f, int64_t *n,
 /*
  * The provider's own id in a named source's inbox id (docs/DESIGN.md
  * "Sources"): after "NAME/", without the "~" + hex digits of a content
- * tag (lib/common/scheme.h, scheme_event_key).  The default source's id,
+ * tag (lib/scheme/scheme.h, scheme_event_key).  The default source's id,
  * and any id not of that form, whole.
  */
 static const char *

@@ -151,7 +151,7 @@ int64_t	drain_retry_delay(const struct config *c, int64_t failures);
 /* Room a handler's environment needs in drain_handler_env's env. */
 #define DRAIN_HANDLER_ENV_MAX	18
 /* Room drain_handler_env's idbuf needs: a provider's id, bytes + NUL
- * (lib/common/scheme.h, SCHEME_VALUE_MAX). */
+ * (lib/scheme/scheme.h, SCHEME_VALUE_MAX). */
 #define DRAIN_PROVIDER_ID_SIZE	256
 
 /*
@@ -160,7 +160,7 @@ int64_t	drain_retry_delay(const struct config *c, int64_t failures);
  * WEBHOOK_ATTEMPT = attempt (text); the API token removed.  Values point
  * into e, attempt and idbuf (DRAIN_PROVIDER_ID_SIZE bytes, the caller's:
  * WEBHOOK_PROVIDER_ID, the provider's id without "NAME/" and a content
- * tag, lib/common/scheme.h scheme_event_key).  Fills env (DRAIN_HANDLER_ENV_MAX) and returns how
+ * tag, lib/scheme/scheme.h scheme_event_key).  Fills env (DRAIN_HANDLER_ENV_MAX) and returns how
  * many it set.  One function, so `try` gives exactly what a run gives.
  */
 size_t	drain_handler_env(const struct inbox_event *e, int stale,

@@ -112,11 +112,13 @@ stored(struct probe *p, const char *what, const struct sender_answer *a)
 		    "request, so check again", what, a->version, ours);
 }
 
-/* One signed POST of `size` bytes that must be stored. */
+/* One signed POST of `size` bytes (a sample event of the default source,
+ * with `key`: NULL its own) that must be answered `want`. */
 static void
-signed_post(struct probe *p, const struct signature_key *key, int64_t size,
+signed_post(struct probe *p, const struct scheme_secret *key, int64_t size,
     const char *what, long want)
 {
+	const struct config_source *src = &p->c->default_source;
 	struct sender_answer a;
 	struct buf body, err;
 	unsigned char rnd[8];
@@ -128,10 +130,11 @@ signed_post(struct probe *p, const struct signature_key *key, int64_t size,
 	buf_init(&body, SENDER_BODY_MAX);
 	buf_init(&err, BUF_ERR_MAX);
 	buf_init(&a.body, 4096);
-	if (sender_sample_body(id, size, &body) == -1)
+	if (scheme_sample_body(src->scheme, id, (int64_t)time(NULL), size,
+	    &body) == -1)
 		say(p, SETUP_FAIL, "%s: out of memory", what);
-	else if (sender_post(p->c, key, p->url, id, body.data, body.len, &a,
-	    &err) != SENDER_SENT)
+	else if (sender_post_source(p->c, src, key, p->url, id, body.data,
+	    body.len, &a, &err) != SENDER_SENT)
 		say(p, SETUP_FAIL, "%s: %s — " PROBE_STEP_TEST ": the URL) or "
 		    "the host's firewall", what, err.data);
 	else if (a.status == want && want == 200 && a.ours)
@@ -191,29 +194,29 @@ probe_url(const struct config *c, const char *url,
     const struct setup_hooks *h, struct setup_counts *n)
 {
 	struct probe p = { c, url, h, n };
-	const struct signature_key *key = sender_key(c);
-	struct signature_key wrong;
+	const struct scheme_secret *key;
+	struct scheme_secret wrong;
+	const char *why;
 
-	if (key == NULL && c->nsecrets == 0 && c->nsources > 0) {
+	if (c->default_source.nsecrets == 0 && c->nsources > 0) {
 		/* Sections alone: the bare URL has no source to probe (it
 		 * answers 404); each source is probed at URL/NAME. */
 		say(&p, SETUP_OK, "no default source (no top-level secret): %s "
 		    "itself is not probed, its sources are", url);
 		return;
 	}
-	if (key == NULL) {
+	if ((key = sender_signing_key(&c->default_source, &why)) == NULL) {
 		say(&p, SETUP_FAIL, "no whsec_ secret in %s to sign with", c->path);
 		return;
 	}
-	signed_post(&p, key, 0, "signed small body", 200);
-	signed_post(&p, key, PROBE_LARGE_BODY, "signed 250 KB body", 200);
+	signed_post(&p, NULL, 0, "signed small body", 200);
+	signed_post(&p, NULL, PROBE_LARGE_BODY, "signed 250 KB body", 200);
 	/* A key nobody configured: the receiver must refuse it. */
 	memset(&wrong, 0, sizeof wrong);
-	wrong.kind = SIGNATURE_HMAC_SHA256;
-	wrong.keylen = 32;
-	randombytes_buf(wrong.key, wrong.keylen);
+	wrong.len = 32;
+	randombytes_buf(wrong.key, wrong.len);
 	signed_post(&p, &wrong, 0, "wrong signature", 401);
-	signature_key_wipe(&wrong);
+	scheme_secret_wipe(&wrong);
 	get_refused(&p);
 }
 
@@ -223,13 +226,12 @@ source_post(struct probe *p, const struct config_source *src)
 {
 	struct sender_answer a;
 	struct buf body, err, url;
-	char what[CONFIG_SOURCE_NAME_MAX + 8], id[SENDER_SOURCE_ID_SIZE];
+	char what[CONFIG_SOURCE_NAME_MAX + 8], id[SCHEME_SAMPLE_ID_SIZE];
 	const char *why;
 	size_t ul = strlen(p->url);
 
 	snprintf(what, sizeof what, "source %s", src->name);
-	if (src->nsecrets == 0 || !scheme_can_sign(src->scheme,
-	    &src->secrets[0], &why)) {
+	if (sender_signing_key(src, &why) == NULL) {
 		say_about(p, what, SETUP_OK, "%s: not sent — %s", src->scheme->title,
 		    src->nsecrets == 0 ? "it has no secret" : why);
 		return;
@@ -241,11 +243,11 @@ source_post(struct probe *p, const struct config_source *src)
 	/* The receiver's URL + "/NAME": where it takes this source. */
 	if (buf_printf(&url, "%.*s/%s", (int)(ul > 0 && p->url[ul - 1] == '/' ?
 	    ul - 1 : ul), p->url, src->name) == -1 ||
-	    sender_source_body(src->scheme, sender_source_id(src->scheme, id),
+	    scheme_sample_body(src->scheme, scheme_sample_id(src->scheme, id),
 	    (int64_t)time(NULL), 0, &body) == -1)
 		say_about(p, what, SETUP_FAIL, "out of memory");
-	else if (sender_post_source(p->c, src, url.data, id, body.data, body.len,
-	    &a, &err) != SENDER_SENT)
+	else if (sender_post_source(p->c, src, NULL, url.data, id, body.data,
+	    body.len, &a, &err) != SENDER_SENT)
 		say_about(p, what, SETUP_FAIL, "%s: %s — " PROBE_STEP_TEST
 		    ": the URL) or the host's firewall", url.data, err.data);
 	else if (a.status == 200 && a.ours)

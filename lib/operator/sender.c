@@ -15,95 +15,10 @@
 #include "lib/drain/api.h"
 #include "lib/common/instant.h"
 #include "lib/operator/sender.h"
+#include "lib/store/inbox.h"
 
-const struct signature_key *
-sender_key(const struct config *c)
-{
-	size_t i;
 
-	for (i = 0; i < c->nsecrets; i++)
-		if (c->secrets[i].kind == SIGNATURE_HMAC_SHA256)
-			return &c->secrets[i];
-	return NULL;
-}
 
-int
-sender_sample_body(const char *id, int64_t size, struct buf *body)
-{
-	char now[INSTANT_SIZE], *text = NULL;
-	cJSON *ev = cJSON_CreateObject(), *data;
-	size_t base;
-	int rc = -1;
-
-	if (ev == NULL || instant_format(util_now_ns(), now) == -1)
-		goto out;
-	now[19] = 'Z';		/* to the second, as the provider sends it */
-	now[20] = '\0';
-	cJSON_AddStringToObject(ev, "id", id);
-	cJSON_AddStringToObject(ev, "type", "webhook_inbox.test");
-	cJSON_AddStringToObject(ev, "createdAt", now);
-	data = cJSON_AddObjectToObject(ev, "data");
-	cJSON_AddStringToObject(data, "object", "webhook_inbox_test");
-	cJSON_AddStringToObject(data, "id", id);
-	cJSON_AddStringToObject(data, "filler", "");
-	if ((text = cJSON_PrintUnformatted(ev)) == NULL)
-		goto out;
-	base = strlen(text);
-	if (size > (int64_t)base) {
-		char *fill = malloc((size_t)size - base + 1);
-		if (fill == NULL)
-			goto out;
-		memset(fill, 'x', (size_t)size - base);
-		fill[size - (int64_t)base] = '\0';
-		cJSON_ReplaceItemInObject(data, "filler", cJSON_CreateString(fill));
-		free(fill);
-		free(text);
-		if ((text = cJSON_PrintUnformatted(ev)) == NULL)
-			goto out;
-	}
-	rc = buf_append(body, text, strlen(text));
-out:
-	free(text);
-	cJSON_Delete(ev);
-	return rc;
-}
-
-struct curl_slist *
-sender_headers(const struct signature_key *key, const char *id,
-    int64_t timestamp, const void *body, size_t len)
-{
-	struct curl_slist *h = NULL, *t;
-	struct buf content, line;
-	char sig[128];
-	int ok = 0;
-
-	buf_init(&content, (size_t)SENDER_BODY_MAX + 1024);
-	buf_init(&line, 1024);
-	if (buf_printf(&content, "%s.%lld.", id, (long long)timestamp) == -1 ||
-	    buf_append(&content, body ? body : "", len) == -1 ||
-	    signature_sign(key, (const unsigned char *)content.data,
-	    content.len, sig, sizeof sig) == -1)
-		goto out;
-#define HDR(...) do { buf_reset(&line);					\
-	if (buf_printf(&line, __VA_ARGS__) == -1 ||			\
-	    (t = curl_slist_append(h, line.data)) == NULL)		\
-		goto out;						\
-	h = t; } while (0)
-	HDR("webhook-id: %s", id);
-	HDR("webhook-timestamp: %lld", (long long)timestamp);
-	HDR("webhook-signature: %s", sig);
-	HDR("Content-Type: application/json");
-#undef HDR
-	ok = 1;
-out:
-	buf_free(&content);
-	buf_free(&line);
-	if (!ok) {
-		curl_slist_free_all(h);
-		h = NULL;
-	}
-	return h;
-}
 
 static size_t
 answer_sink(char *p, size_t size, size_t n, void *arg)
@@ -205,37 +120,29 @@ answer_reset(struct sender_answer *a, struct buf *err)
 	buf_reset(err);
 }
 
-enum sender_status
-sender_post(const struct config *c, const struct signature_key *key,
-    const char *url, const char *id, const void *body, size_t len,
-    struct sender_answer *a, struct buf *err)
-{
-	struct curl_slist *h;
-
-	answer_reset(a, err);
-	if ((h = sender_headers(key, id, (int64_t)time(NULL), body, len)) == NULL) {
-		(void)buf_printf(err, "cannot sign");
-		return SENDER_UNSIGNED;
-	}
-	return post(c, h, url, body, len, a, err);
-}
 
 enum sender_status
 sender_post_source(const struct config *c, const struct config_source *src,
-    const char *url, const char *id, const void *body, size_t len,
-    struct sender_answer *a, struct buf *err)
+    const struct scheme_secret *key, const char *url, const char *id,
+    const void *body, size_t len, struct sender_answer *a, struct buf *err)
 {
 	struct curl_slist *h;
+	struct buf to;
 	const char *why;
+	enum sender_status st;
 
 	answer_reset(a, err);
-	if ((h = sender_source_headers(src, id, (int64_t)time(NULL), body, len,
-	    &why)) == NULL) {
+	buf_init(&to, 8192);
+	if ((h = sender_source_headers(src, key, id, (int64_t)time(NULL), url,
+	    body, len, &to, &why)) == NULL) {
 		(void)buf_printf(err, "cannot sign as [source %s]: %s", src->name,
 		    why);
+		buf_free(&to);
 		return SENDER_UNSIGNED;
 	}
-	return post(c, h, url, body, len, a, err);
+	st = post(c, h, to.data, body, len, a, err);
+	buf_free(&to);
+	return st;
 }
 
 /* ---- send --source ---- */
@@ -243,12 +150,22 @@ sender_post_source(const struct config *c, const struct config_source *src,
 const struct config_source *
 sender_source(const struct config *c, const char *name, struct buf *err)
 {
-	const struct config_source *src = config_source_find(c, name);
-	const char *why;
+	const struct config_source *src;
+	const char *why = NULL;
 	size_t i;
 
 	buf_reset(err);
-	if (src == NULL) {
+	if (name == NULL) {
+		src = &c->default_source;
+		if (src->nsecrets == 0 || sender_signing_key(src, &why) == NULL) {
+			(void)buf_printf(err, "send needs a whsec_ secret in %s%s",
+			    c->path, c->nsources > 0 ? " (its [source NAME] "
+			    "sections: send --source NAME URL/NAME)" : "");
+			return NULL;
+		}
+		return src;
+	}
+	if ((src = config_source_find(c, name)) == NULL) {
 		if (c->nsources == 0) {
 			(void)buf_printf(err, "no [source %s] in %s: it has no "
 			    "[source] sections", name, c->path);
@@ -261,14 +178,25 @@ sender_source(const struct config *c, const char *name, struct buf *err)
 			    c->sources[i].name);
 		return NULL;
 	}
-	if (src->nsecrets == 0 || !scheme_can_sign(src->scheme,
-	    &src->secrets[0], &why)) {
+	if (sender_signing_key(src, &why) == NULL) {
 		(void)buf_printf(err, "[source %s] (scheme = %s) cannot be signed "
 		    "here: %s", src->name, src->scheme->name, src->nsecrets == 0 ?
 		    "it has no secret" : why);
 		return NULL;
 	}
 	return src;
+}
+
+const struct scheme_secret *
+sender_signing_key(const struct config_source *src, const char **why)
+{
+	size_t i;
+
+	*why = "it has no secret";
+	for (i = 0; i < src->nsecrets; i++)
+		if (scheme_can_sign(src->scheme, &src->secrets[i], why))
+			return &src->secrets[i];
+	return NULL;
 }
 
 int
@@ -282,246 +210,38 @@ sender_url_names_source(const char *url, const char *name)
 	    memcmp(url + end - nl, name, nl) == 0;
 }
 
-/* hex of n random bytes into out (2n + 1 bytes), upper case when asked. */
-static void
-random_hex(char *out, size_t n, int upper)
-{
-	unsigned char rnd[16];
-	size_t i;
 
-	randombytes_buf(rnd, n);
-	sodium_bin2hex(out, 2 * n + 1, rnd, n);
-	for (i = 0; upper && out[i] != '\0'; i++)
-		out[i] = (char)toupper((unsigned char)out[i]);
-}
 
-const char *
-sender_source_id(const struct scheme *s, char out[SENDER_SOURCE_ID_SIZE])
-{
-	char hex[33];
 
-	switch (s->id) {
-	case SCHEME_STRIPE:
-	case SCHEME_PADDLE:
-		random_hex(hex, 12, 0);
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "evt_%s", hex);
-		break;
-	case SCHEME_SLACK:
-		random_hex(hex, 6, 1);
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "Ev%s", hex);
-		break;
-	case SCHEME_GITHUB:
-	case SCHEME_GITLAB:
-	case SCHEME_SHOPIFY:
-		random_hex(hex, 16, 0);
-		/* A version 4 UUID, as those senders write them. */
-		hex[12] = '4';
-		hex[16] = "89ab"[hex[16] % 4];
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "%.8s-%.4s-%.4s-%.4s-%.12s",
-		    hex, hex + 8, hex + 12, hex + 16, hex + 20);
-		break;
-	case SCHEME_WOOCOMMERCE:
-		random_hex(hex, 16, 0);
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "%s", hex);
-		break;
-	case SCHEME_TWILIO:
-		random_hex(hex, 16, 0);
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "SM%s", hex);
-		break;
-	default:
-		random_hex(hex, 12, 0);
-		snprintf(out, SENDER_SOURCE_ID_SIZE, "msg_%s", hex);
-		break;
-	}
-	return out;
-}
 
-/* An RFC 3339 instant of Unix seconds, to the second, into out (32). */
-static void
-rfc3339(int64_t now, char out[32])
-{
-	time_t t = (time_t)now;
-	struct tm tm;
 
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(out, 32, "1970-01-01T00:00:00Z");
-}
-
-/*
- * Print ev, its `holder` object's "filler" string grown so the whole is
- * `size` bytes when it is shorter; append it to body.
- */
-static int
-padded_json(cJSON *ev, cJSON *holder, int64_t size, struct buf *body)
-{
-	char *text = NULL, *fill;
-	size_t base;
-	int rc = -1;
-
-	if (cJSON_AddStringToObject(holder, "filler", "") == NULL ||
-	    (text = cJSON_PrintUnformatted(ev)) == NULL)
-		goto out;
-	base = strlen(text);
-	if (size > (int64_t)base) {
-		if ((fill = malloc((size_t)size - base + 1)) == NULL)
-			goto out;
-		memset(fill, 'x', (size_t)size - base);
-		fill[size - (int64_t)base] = '\0';
-		cJSON_ReplaceItemInObject(holder, "filler",
-		    cJSON_CreateString(fill));
-		free(fill);
-		free(text);
-		if ((text = cJSON_PrintUnformatted(ev)) == NULL)
-			goto out;
-	}
-	rc = buf_append(body, text, strlen(text));
-out:
-	free(text);
-	return rc;
-}
-
-/* Twilio's form: an incoming message's parameters (percent-encoded where
- * a form needs it), then a Filler parameter to `size` bytes. */
-static int
-twilio_form(const char *id, int64_t size, struct buf *body)
-{
-	char *enc;
-	size_t start = body->len, i;
-	int rc;
-
-	/* The id is the caller's (--id): encode what a form must. */
-	if ((enc = malloc(3 * strlen(id) + 1)) == NULL)
-		return -1;
-	for (i = 0; *id != '\0'; id++) {
-		unsigned char ch = (unsigned char)*id;
-
-		if (isalnum(ch) || strchr("-_.~", ch) != NULL) {
-			enc[i++] = (char)ch;
-		} else {
-			snprintf(enc + i, 4, "%%%02X", ch);
-			i += 3;
-		}
-	}
-	enc[i] = '\0';
-	rc = buf_printf(body, "AccountSid=AC00000000000000000000000000000000"
-	    "&ApiVersion=2010-04-01&Body=webhook-inbox+test&From=%%2B15005550006"
-	    "&MessageSid=%s&NumMedia=0&SmsStatus=received&To=%%2B15005550006",
-	    enc);
-	free(enc);
-	if (rc == -1)
-		return -1;
-	if (size > (int64_t)(body->len - start + 8)) {
-		size_t n = (size_t)size - (body->len - start) - 8;
-
-		if (buf_append(body, "&Filler=", 8) == -1)
-			return -1;
-		while (n > 0) {
-			static const char xs[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
-			size_t k = n < sizeof xs - 1 ? n : sizeof xs - 1;
-
-			if (buf_append(body, xs, k) == -1)
-				return -1;
-			n -= k;
-		}
-	}
-	return 0;
-}
-
-int
-sender_source_body(const struct scheme *s, const char *id, int64_t now,
-    int64_t size, struct buf *body)
-{
-	cJSON *ev = NULL, *o, *holder;
-	char when[32], obj[SENDER_SOURCE_ID_SIZE + 8];
-	int rc = -1;
-
-	if (s->id == SCHEME_STANDARD || s->id == SCHEME_HMAC ||
-	    s->id == SCHEME_DISCORD)
-		return sender_sample_body(id, size, body);
-	if (s->id == SCHEME_TWILIO)
-		return twilio_form(id, size, body);
-	rfc3339(now, when);
-	snprintf(obj, sizeof obj, "test_%.*s", SENDER_SOURCE_ID_SIZE - 1, id);
-	if ((ev = holder = cJSON_CreateObject()) == NULL)
-		goto out;
-	switch (s->id) {
-	case SCHEME_STRIPE:
-		cJSON_AddStringToObject(ev, "id", id);
-		cJSON_AddStringToObject(ev, "object", "event");
-		cJSON_AddNumberToObject(ev, "created", (double)now);
-		cJSON_AddBoolToObject(ev, "livemode", 0);
-		cJSON_AddStringToObject(ev, "type", SENDER_TEST_TYPE);
-		o = cJSON_AddObjectToObject(ev, "data");
-		holder = cJSON_AddObjectToObject(o, "object");
-		cJSON_AddStringToObject(holder, "id", obj);
-		cJSON_AddStringToObject(holder, "object", "webhook_inbox_test");
-		break;
-	case SCHEME_PADDLE:
-		cJSON_AddStringToObject(ev, "event_id", id);
-		cJSON_AddStringToObject(ev, "event_type", SENDER_TEST_TYPE);
-		cJSON_AddStringToObject(ev, "occurred_at", when);
-		holder = cJSON_AddObjectToObject(ev, "data");
-		cJSON_AddStringToObject(holder, "id", obj);
-		break;
-	case SCHEME_SLACK:
-		cJSON_AddStringToObject(ev, "token", "webhook-inbox-test");
-		cJSON_AddStringToObject(ev, "team_id", "T00000000");
-		cJSON_AddStringToObject(ev, "type", "event_callback");
-		cJSON_AddStringToObject(ev, "event_id", id);
-		cJSON_AddNumberToObject(ev, "event_time", (double)now);
-		holder = cJSON_AddObjectToObject(ev, "event");
-		cJSON_AddStringToObject(holder, "type", SENDER_TEST_TYPE);
-		break;
-	case SCHEME_GITLAB:
-		cJSON_AddStringToObject(ev, "object_kind", "webhook_inbox_test");
-		cJSON_AddStringToObject(ev, "event_name", SENDER_TEST_TYPE);
-		cJSON_AddStringToObject(ev, "id", id);
-		break;
-	case SCHEME_SHOPIFY:
-		cJSON_AddStringToObject(ev, "id", id);
-		cJSON_AddStringToObject(ev, "admin_graphql_api_id",
-		    "gid://shopify/WebhookInboxTest/1");
-		cJSON_AddStringToObject(ev, "updated_at", when);
-		break;
-	case SCHEME_WOOCOMMERCE:
-		cJSON_AddStringToObject(ev, "id", id);
-		cJSON_AddStringToObject(ev, "status", "webhook-inbox-test");
-		/* WooCommerce's _gmt fields carry no zone letter. */
-		when[19] = '\0';
-		cJSON_AddStringToObject(ev, "date_modified_gmt", when);
-		break;
-	default:	/* github */
-		cJSON_AddStringToObject(ev, "id", id);
-		cJSON_AddStringToObject(ev, "action", "webhook_inbox_test");
-		break;
-	}
-	if (holder == NULL)
-		goto out;
-	rc = padded_json(ev, holder, size, body);
-out:
-	cJSON_Delete(ev);
-	return rc;
-}
 
 struct curl_slist *
-sender_source_headers(const struct config_source *src, const char *id,
-    int64_t timestamp, const void *body, size_t len, const char **why)
+sender_source_headers(const struct config_source *src,
+    const struct scheme_secret *key, const char *id, int64_t timestamp,
+    const char *url, const void *body, size_t len, struct buf *to,
+    const char **why)
 {
 	struct scheme_signed sg;
 	struct curl_slist *h = NULL, *t;
 	const char *hid = src->locate.id, *htype = src->locate.type;
+	const char *q = strchr(url, '?');
 	char line[SCHEME_HEADER_NAME_MAX + SCHEME_HEADER_VALUE_MAX + 4];
-	size_t i;
+	size_t i, end = strcspn(url, "?#");
 	int ok = 0;
 
-	if (src->nsecrets == 0) {
-		*why = "no secret";
+	if (key == NULL && (key = sender_signing_key(src, why)) == NULL)
 		return NULL;
-	}
-	if (scheme_sign(src->scheme, &src->params, &src->secrets[0], body, len,
-	    timestamp, id, SENDER_TEST_TYPE, &sg, why) == -1)
+	if (scheme_sign(src->scheme, &src->params, key, body, len, timestamp,
+	    id, SCHEME_SAMPLE_TYPE, q != NULL ? q + 1 : NULL, &sg, why) == -1)
 		return NULL;
+	/* The URL called: the given one, its query as the provider's
+	 * (Twilio appends bodySHA256 for a JSON body). */
+	*why = "out of memory";
+	buf_reset(to);
+	if (buf_printf(to, "%.*s%s%s", (int)end, url, sg.query[0] ? "?" : "",
+	    sg.query) == -1)
+		goto out;
 	/* A source that finds its id or type in a header of its own gets it
 	 * (hmac senders name theirs: docs/providers.md "Fields"). */
 	*why = "a header would not fit";
@@ -530,7 +250,7 @@ sender_source_headers(const struct config_source *src, const char *id,
 		goto out;
 	if (htype != NULL && htype[0] != '/' &&
 	    scheme_signed_get(&sg, htype) == NULL &&
-	    scheme_signed_add(&sg, htype, SENDER_TEST_TYPE) == -1)
+	    scheme_signed_add(&sg, htype, SCHEME_SAMPLE_TYPE) == -1)
 		goto out;
 	for (i = 0; i <= sg.n; i++) {
 		if (i < sg.n)
@@ -590,8 +310,7 @@ sender_pick_body(const char *path, int sample, int64_t size, const char *id,
 	int rc;
 
 	if (sample) {
-		if ((s != NULL ? sender_source_body(s, id, (int64_t)time(NULL),
-		    size, body) : sender_sample_body(id, size, body)) == 0)
+		if (scheme_sample_body(s, id, (int64_t)time(NULL), size, body) == 0)
 			return 0;
 		buf_reset(err);
 		(void)buf_printf(err, "out of memory");
@@ -618,48 +337,45 @@ sender_pick_body(const char *path, int sample, int64_t size, const char *id,
 	return rc;
 }
 
-const char *
-sender_new_id(char out[SENDER_ID_SIZE])
-{
-	unsigned char rnd[12];
 
-	randombytes_buf(rnd, sizeof rnd);
-	memcpy(out, "msg_", 4);
-	sodium_bin2hex(out + 4, SENDER_ID_SIZE - 4, rnd, sizeof rnd);
-	return out;
-}
 
-/* The headers send --source sends, as far as ids go: `id` under the
- * header the id is read from, nothing else. */
-struct id_header {
+
+/* The request send makes, as the receiver reads it: the id under the
+ * header it is read from, the URL's query. */
+struct sent {
 	const char	*name, *value;
 };
 
 static const char *
-id_header_get(void *arg, const char *name)
+sent_get(void *arg, const char *name)
 {
-	const struct id_header *ih = arg;
+	const struct sent *sh = arg;
 
-	return ih->name != NULL && strcasecmp(ih->name, name) == 0 ?
-	    ih->value : NULL;
+	return sh->name != NULL && strcasecmp(sh->name, name) == 0 ?
+	    sh->value : NULL;
 }
 
 char *
 sender_source_inbox_id(const struct config_source *src, const char *id,
-    const void *body, size_t len, char *out, size_t outsz)
+    const char *url, const void *body, size_t len, char *out, size_t outsz)
 {
 	const struct scheme *s = src->scheme;
-	struct id_header ih = { NULL, id };
-	const struct scheme_headers h = { id_header_get, &ih, NULL };
-	struct scheme_fields f;
+	struct sent sh = { NULL, id };
+	const char *q = strchr(url, '?');
+	struct scheme_headers h = { sent_get, &sh, q != NULL ? q + 1 : NULL };
+	struct scheme_event ev;
 	const char *why;
+	char *rc = NULL;
 
 	if (src->locate.id != NULL)
-		ih.name = src->locate.id[0] == '/' ? NULL : src->locate.id;
+		sh.name = src->locate.id[0] == '/' ? NULL : src->locate.id;
 	else
-		ih.name = s->id == SCHEME_STANDARD ? "webhook-id" : s->id_header;
-	if (scheme_extract(s, &src->locate, &h, body, len, &f, &why) == -1)
-		return NULL;
-	return scheme_event_key(s, &src->locate, src->name, &f, &h, body, len,
-	    out, outsz);
+		sh.name = s->id_header;
+	if (scheme_event_read(s, &src->params, &src->locate,
+	    strcmp(src->name, INBOX_DEFAULT_SOURCE) != 0 ? src->name : NULL, &h,
+	    body, len, &ev, &why) == 0 && (size_t)snprintf(out, outsz, "%s",
+	    ev.key) < outsz)
+		rc = out;
+	scheme_event_free(&ev);
+	return rc;
 }

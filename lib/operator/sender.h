@@ -1,12 +1,12 @@
 /*
- * sender: `webhook-drain send`, a webhook POSTed and signed as the provider
- * would (Standard Webhooks: webhook-id, webhook-timestamp,
- * webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>"), so an
- * operator can try the whole path (web server, receiver, inbox) with one
- * command.  With --source NAME, signed as that [source NAME]'s scheme's
- * sender does (scheme_sign) with its first secret, and a sample body
- * shaped like that provider's events.  The secret is the config's; it
- * never leaves this process (GitLab's is its header: use HTTPS).
+ * sender: `webhook-drain send`, a webhook POSTed and signed as a source's
+ * provider sends it (lib/scheme/scheme.h, scheme_sign), so an operator
+ * can try the whole path (web server, receiver, inbox) with one command:
+ * the default source (the top-level keys) as Standard Webhooks, or a
+ * [source NAME] with --source, each with its first secret that can sign
+ * and a sample body shaped like that provider's events
+ * (scheme_sample_body).  The secret is the config's; it never leaves this
+ * process (GitLab's is its header: use HTTPS).
  */
 #ifndef WEBHOOK_SENDER_H
 #define WEBHOOK_SENDER_H
@@ -30,20 +30,6 @@
 /* Seconds a send may take: the provider's own delivery timeout. */
 #define SENDER_TIMEOUT_S	15L
 
-/* The first whsec_ (HMAC) secret of c, or NULL: Ed25519 keys in the config
- * are public keys, which cannot sign.  Points into c. */
-const struct signature_key *sender_key(const struct config *c);
-
-/*
- * A test event as the provider shapes them (type "webhook_inbox.test", a
- * fresh createdAt to the second, data.object "webhook_inbox_test" with
- * data.id = id), padded with a "filler" string to `size` bytes when it is
- * shorter (0: no padding).  Appends to body; 0, or -1 when out of memory
- * or over body's cap.
- */
-int	sender_sample_body(const char *id, int64_t size, struct buf *body)
-	    __attribute__((warn_unused_result));
-
 /*
  * Read all of `in` into body (whose cap, buf_init's, bounds it).  An
  * empty input is refused: a directory reads as nothing, and so does stdin
@@ -54,10 +40,10 @@ int	sender_read_body(FILE *in, struct buf *body, struct buf *err)
 	    __attribute__((warn_unused_result));
 
 /*
- * The body `send` posts, into body: a test event for `id` when `sample`
- * (the caller's: --size N, or no FILE on a terminal), padded to `size` —
- * shaped as scheme s's provider's (sender_source_body) when s is not
- * NULL; else the file `path` read whole (NULL or "-": stdin).  Returns 0,
+ * The body `send` posts, into body: scheme s's sample event for `id`
+ * (scheme_sample_body) when `sample` (the caller's: --size N, or no FILE
+ * on a terminal), padded to `size`; else the file `path` read whole
+ * (NULL or "-": stdin).  Returns 0,
  * or -1 with the reason in err (a file's name first).
  */
 int	sender_pick_body(const char *path, int sample, int64_t size,
@@ -67,20 +53,19 @@ int	sender_pick_body(const char *path, int sample, int64_t size,
 
 /* ---- send --source NAME: a [source NAME] as its provider sends ---- */
 
-/* The type of every test event, in the body or the provider's type
- * header: a handler can tell a test from a provider's event. */
-#define SENDER_TEST_TYPE	"webhook_inbox.test"
-/* A provider id, bytes + NUL (a UUID is 36). */
-#define SENDER_SOURCE_ID_SIZE	48
-
 /*
- * The source `name` of c, ready to sign with its first secret.  Returns
- * it, or NULL with err saying why: no such source (and the names c has,
- * or that it has none), or a scheme that cannot sign (Discord's public
- * key: scheme_can_sign's reason).
+ * The source `name` of c (NULL: the default source), ready to sign.
+ * Returns it, or NULL with err saying why: no such source (and the names
+ * c has, or that it has none), no default source, or no secret that can
+ * sign (Discord's public key: scheme_can_sign's reason).
  */
 const struct config_source *sender_source(const struct config *c,
 	    const char *name, struct buf *err);
+
+/* src's first secret that can sign (a whpk_ one cannot), or NULL with
+ * *why static. */
+const struct scheme_secret *sender_signing_key(const struct config_source *src,
+	    const char **why);
 
 /*
  * Does url's path (before any ? or #) end in "/" name (a '/' after it
@@ -89,59 +74,18 @@ const struct config_source *sender_source(const struct config *c,
 int	sender_url_names_source(const char *url, const char *name);
 
 /*
- * A fresh id as scheme s's provider writes them, into out: evt_ + 24 hex
- * (Stripe, Paddle), Ev + 12 (Slack), a UUID (GitHub's X-GitHub-Delivery,
- * GitLab's, Shopify's), 32 hex (WooCommerce), SM + 32 hex (a Twilio
- * MessageSid), msg_ + 24 hex (standard, hmac).  Returns out.
- */
-const char *sender_source_id(const struct scheme *s,
-	    char out[SENDER_SOURCE_ID_SIZE]);
-
-/*
- * A test event shaped like scheme s's provider's, for id, at `now` (Unix
- * seconds), of type SENDER_TEST_TYPE where the body carries a type:
- *   stripe       an event: id, object "event", created, type,
- *                data.object.id
- *   paddle       event_id, event_type, occurred_at, data.id
- *   slack        an event_callback: event_id, event_time, event.type
- *   github       JSON with id (the id is X-GitHub-Delivery's too)
- *   gitlab       object_kind, event_name and id
- *   shopify      id, admin_graphql_api_id, updated_at
- *   woocommerce  id, status, date_modified_gmt
- *   twilio       a form body: AccountSid, MessageSid = id, From, To,
- *                Body… (x-www-form-urlencoded)
- *   standard, hmac   sender_sample_body's event
- * padded by a "filler" string (Twilio: a Filler parameter) to `size`
- * bytes when shorter (0: none).  Appends to body; 0, or -1 when out of
- * memory or over body's cap.
- */
-int	sender_source_body(const struct scheme *s, const char *id, int64_t now,
-	    int64_t size, struct buf *body) __attribute__((warn_unused_result));
-
-/*
- * The request's headers for body sent by src at `timestamp` as delivery
- * `id`: scheme_sign's with src's first secret, then the source's own id
- * and type headers when its `id =` or `type =` names a header (the id,
- * SENDER_TEST_TYPE), then Content-Type.  Returns the list
- * (curl_slist_free_all it), or NULL with *why static.
+ * The request's headers for body sent by src to `url` at `timestamp` as
+ * delivery `id`: scheme_sign's with `key` (NULL: sender_signing_key's),
+ * then the source's own id and type headers when its `id =` or `type =`
+ * names a header (the id, SCHEME_SAMPLE_TYPE), then Content-Type; the
+ * URL to call into *to (url with the query the provider's sender puts
+ * there: Twilio's bodySHA256).  Returns the list (curl_slist_free_all
+ * it), or NULL with *why static.
  */
 struct curl_slist *sender_source_headers(const struct config_source *src,
-	    const char *id, int64_t timestamp, const void *body, size_t len,
+	    const struct scheme_secret *key, const char *id, int64_t timestamp,
+	    const char *url, const void *body, size_t len, struct buf *to,
 	    const char **why);
-
-/* A fresh webhook-id for `send` ("msg_" and 24 random hex digits, NUL)
- * into out; returns out. */
-#define SENDER_ID_SIZE	29
-const char *sender_new_id(char out[SENDER_ID_SIZE]);
-
-/*
- * The request's headers for body (len bytes) sent at `timestamp` (seconds
- * since the epoch) as webhook `id`: webhook-id, webhook-timestamp,
- * webhook-signature and Content-Type, in that order.  Returns the list
- * (curl_slist_free_all it), or NULL when signing or memory failed.
- */
-struct curl_slist *sender_headers(const struct signature_key *key,
-	    const char *id, int64_t timestamp, const void *body, size_t len);
 
 enum sender_status {
 	SENDER_SENT,		/* an answer came: see sender_answer */
@@ -165,33 +109,29 @@ struct sender_answer {
 };
 
 /*
- * POST body (len bytes) to url, signed with key as webhook `id` at the
- * current time, with TLS trust and protocols as the API client's
- * (api_curl_setup) and a SENDER_TIMEOUT_S deadline.  Fills *a for
- * SENDER_SENT; err gets curl's reason otherwise.
- */
-enum sender_status sender_post(const struct config *c,
-	    const struct signature_key *key, const char *url, const char *id,
-	    const void *body, size_t len, struct sender_answer *a,
-	    struct buf *err);
-
-/* The same, signed as src's sender does (sender_source_headers) at the
- * current time; SENDER_UNSIGNED with err's reason when it cannot be. */
-/*
- * The inbox id the receiver stores this delivery of src under, as it
- * will read it (docs/DESIGN.md "Sources"): "NAME/" + the scheme's id —
- * `id` where the scheme (or the section's `id =`) takes it from a header,
- * else the body's own (a FILE's `id` member for Stripe) — or "NAME/
- * sha256:HEX" of the body when it has none.  Into out (outsz bytes);
- * returns out, or NULL when the id would be refused (the receiver's 400).
+ * The inbox id the receiver stores this delivery of src to `url` under,
+ * as it will read it (scheme_event_read): the id where the provider (or
+ * the section's `id =`) takes it from a header, else the body's own (a
+ * FILE's `id` member for Stripe), with the source's name and a content
+ * tag as docs/providers.md "Ids" says.  Into out (outsz bytes, at least
+ * SCHEME_KEY_MAX); returns out, or NULL when the id would be refused
+ * (the receiver's 400).
  */
 char	*sender_source_inbox_id(const struct config_source *src,
-	    const char *id, const void *body, size_t len, char *out,
-	    size_t outsz);
+	    const char *id, const char *url, const void *body, size_t len,
+	    char *out, size_t outsz);
 
+/*
+ * POST body (len bytes) to url as src's sender does
+ * (sender_source_headers, `key` NULL: its first that can sign) as
+ * delivery `id` at the current time, with TLS trust and protocols as the
+ * API client's (api_curl_setup) and a SENDER_TIMEOUT_S deadline.  Fills
+ * *a for SENDER_SENT; SENDER_UNSIGNED or err with curl's reason
+ * otherwise.
+ */
 enum sender_status sender_post_source(const struct config *c,
-	    const struct config_source *src, const char *url, const char *id,
-	    const void *body, size_t len, struct sender_answer *a,
-	    struct buf *err);
+	    const struct config_source *src, const struct scheme_secret *key,
+	    const char *url, const char *id, const void *body, size_t len,
+	    struct sender_answer *a, struct buf *err);
 
 #endif

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 #include "lib/common/signature.h"
 #include "lib/common/util.h"
 
@@ -107,6 +107,10 @@ struct config {
 	/* [source NAME] sections, in file order; NULL when none (the
 	 * top-level secrets are the default source, Standard Webhooks). */
 	struct config_source	*sources;	/* owned, CONFIG_SOURCES_MAX */
+	/* The top-level keys as the source "default", scheme standard:
+	 * its secrets are `secrets` (nsecrets 0 in a file of sections
+	 * alone).  Set by config_load; wiped by config_free. */
+	struct config_source	 default_source;
 	size_t			 nsources;
 };
 

@@ -13,21 +13,21 @@
 
 #define DAY	86400
 
-/* A source's keys, each a bit of `seen`; `only` is the scheme a key
- * belongs to (SCHEME_COUNT: every scheme).  tests/e2e_vps.py reads this
- * table: every key is on the webhook.conf page. */
+/* A source's keys, each a bit of `seen`; `only` names the scheme a key
+ * belongs to (NULL: every scheme): the fields of struct scheme_params
+ * that one provider reads.  tests/e2e_vps.py reads this table: every key
+ * is on the webhook.conf page. */
 static const struct source_key {
 	const char	*name;
-	enum scheme_id	 only;
+	const char	*only;
 } source_keys[] = {
-	{ "scheme", SCHEME_COUNT }, { "secret", SCHEME_COUNT },
-	{ "tolerance", SCHEME_COUNT }, { "url", SCHEME_TWILIO },
-	{ "header", SCHEME_HMAC }, { "prefix", SCHEME_HMAC },
-	{ "algorithm", SCHEME_HMAC }, { "encoding", SCHEME_HMAC },
-	{ "timestamp_header", SCHEME_HMAC }, { "separator", SCHEME_HMAC },
-	{ "id", SCHEME_COUNT }, { "type", SCHEME_COUNT },
-	{ "time", SCHEME_COUNT }, { "object", SCHEME_COUNT },
-	{ "object_type", SCHEME_COUNT },
+	{ "scheme", NULL }, { "secret", NULL }, { "tolerance", NULL },
+	{ "url", "twilio" },
+	{ "header", "hmac" }, { "prefix", "hmac" }, { "algorithm", "hmac" },
+	{ "encoding", "hmac" }, { "timestamp_header", "hmac" },
+	{ "separator", "hmac" },
+	{ "id", NULL }, { "type", NULL }, { "time", NULL }, { "object", NULL },
+	{ "object_type", NULL },
 };
 #define NSOURCE_KEYS	(sizeof source_keys / sizeof source_keys[0])
 
@@ -148,6 +148,21 @@ set_locate(struct config_source *src, const char *key, const char *v,
 	    strcmp(key, "object") == 0 ? &l->object : &l->object_type, v, why);
 }
 
+/* "scheme: not one of standard stripe …", the table's names in order. */
+static int
+scheme_unknown(const struct config_source *src, char *why)
+{
+	char names[SCHEME_MAX * 16] = "";
+	const struct scheme *s;
+	size_t i, n = 0;
+
+	for (i = 0; (s = scheme_at(i)) != NULL && n < sizeof names; i++)
+		n += (size_t)snprintf(names + n, sizeof names - n, " %s",
+		    s->name);
+	return refuse(why, "[source %s]: scheme: not one of%s", src->name,
+	    names);
+}
+
 int
 source_set(struct config_source *src, unsigned *seen, const char *name,
     const char *v, char *why)
@@ -170,9 +185,9 @@ source_set(struct config_source *src, unsigned *seen, const char *name,
 		if (src->scheme == NULL)
 			return refuse(why, "[source %s]: %s: put scheme = "
 			    "first", src->name, k->name);
-		if (k->only != SCHEME_COUNT && src->scheme->id != k->only)
+		if (k->only != NULL && strcmp(src->scheme->name, k->only) != 0)
 			return refuse(why, "[source %s]: %s: only for scheme = "
-			    "%s", src->name, k->name, scheme_get(k->only)->name);
+			    "%s", src->name, k->name, k->only);
 	}
 	if (strcmp(k->name, "secret") == 0)	/* repeatable: rotation */
 		return add_secret(src, v, why);
@@ -182,9 +197,7 @@ source_set(struct config_source *src, unsigned *seen, const char *name,
 	*seen |= 1u << i;
 	if (strcmp(k->name, "scheme") == 0) {
 		if ((src->scheme = scheme_find(v)) == NULL)
-			return refuse(why, "[source %s]: scheme: not one of "
-			    "standard stripe github shopify woocommerce slack "
-			    "paddle discord gitlab twilio hmac", src->name);
+			return scheme_unknown(src, why);
 		scheme_params_init(src->scheme, sp);
 		/* NULL means "." (scheme.h); every string here is owned. */
 		sp->separator = NULL;

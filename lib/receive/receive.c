@@ -23,7 +23,7 @@
 #include "lib/store/inbox.h"
 #include "lib/receive/receive.h"
 #include "lib/receive/request.h"
-#include "lib/common/scheme.h"
+#include "lib/scheme/scheme.h"
 #include "lib/common/signature.h"
 #include "lib/receive/site.h"
 #include "lib/common/util.h"
@@ -32,47 +32,43 @@
  * lock to clear, short against the provider's retry schedule. */
 #define RETRY_AFTER		"30"
 
-/* One request's findings as the steps go. */
-/*
- * The names one Standard Webhooks delivery may carry its headers under,
- * as CGI parameters: the specification's own, or Svix's branded ones
- * (svix-id, svix-timestamp, svix-signature) that Svix-run senders send
- * for the same scheme and the same signed content (docs/providers.md).
- * The first family whose id header is there is the delivery's.
- */
-struct family {
-	const char	*id, *ts, *sig;
-};
-static const struct family families[] = {
-	{ "HTTP_WEBHOOK_ID", "HTTP_WEBHOOK_TIMESTAMP", "HTTP_WEBHOOK_SIGNATURE" },
-	{ "HTTP_SVIX_ID", "HTTP_SVIX_TIMESTAMP", "HTTP_SVIX_SIGNATURE" },
+/* A header's room when a server repeats it: Standard Webhooks' longest
+ * webhook-signature (SIGNATURE_HEADER_MAX) and a byte to see it is
+ * longer. */
+#define JOINED_MAX	(SIGNATURE_HEADER_MAX + 1)
+
+/* The headers of one request, as lib/scheme/scheme.h reads them. */
+struct headers {
+	struct request	*r;
+	/* A header a server passed more than once (Debian 12's nginx gives
+	 * each line of a repeated header as its own FastCGI parameter;
+	 * Apache and lighttpd join them): its values joined by a space, as
+	 * the multi-entry signature headers list them.  One at a time: the
+	 * value stays valid until the next repeated header is read. */
+	struct buf	*joined;
 };
 
+/* One request's findings as the steps go. */
 struct attempt {
 	struct request	*r;
 	struct site_cache *sites;
 	struct site	*site;		/* a reference, from take_site */
 	const struct config *conf;	/* the site's */
-	/* The [source NAME] the URL names (take_source); NULL: the default
-	 * source, the top-level keys (docs/DESIGN.md "Sources"). */
+	/* The source the URL names (take_source): a [source NAME], or the
+	 * default source, the top-level keys (docs/DESIGN.md "Sources"). */
 	const struct config_source *src;
-	struct scheme_result res;	/* a named source's verdict */
-	/* A named source's inbox id, "NAME/" + the provider's id, "~" + a
-	 * content tag when its signature does not cover it (or "sha256:" +
-	 * the body's digest; source_key). */
-	char		 key[INBOX_SOURCE_MAX + SCHEME_VALUE_MAX + 90];
+	struct scheme_result res;	/* the provider's verdict */
+	struct scheme_event ev;		/* what the inbox keeps of it */
 	const char	*content_type;	/* a synchronous answer's; NULL:
 					 * text/plain */
-	const struct family *family;	/* the names its headers carry */
-	const char	*id, *ts;	/* webhook-id, webhook-timestamp */
+	struct headers	 hs;		/* the request's, for the providers */
+	/* The id the delivery claims, for a refusal's log line: its
+	 * provider's id header, unverified (NULL: none readable). */
+	const char	*id;
 	int64_t		 started;	/* monotonic ns */
 	int64_t		 body_ns;	/* the client's time sending the body */
 	int64_t		 open_ns;	/* the time the inbox's opening took */
 	int64_t		 content_length;	/* -1: none given */
-	int64_t		 timestamp;
-	size_t		 prefix;	/* "id.ts." before the body in rv->body */
-	size_t		 which;		/* the secret that verified */
-	struct event_fields fields;
 	const char	*why;		/* a refusal's reason, for the log */
 	char		 whybuf[256];	/* for a reason put together */
 	const char	*text;		/* a 200's body */
@@ -82,7 +78,7 @@ void
 receive_init(struct receive *rv)
 {
 	buf_init(&rv->body, 0);
-	buf_init(&rv->sigs, SIGNATURE_HEADER_MAX + 1);
+	buf_init(&rv->joined, JOINED_MAX);
 	buf_init(&rv->err, BUF_ERR_MAX);
 	(void)snprintf(rv->version, sizeof rv->version, "%s: %s (commit %s)\r\n",
 	    RECEIVE_VERSION_HEADER, version_number, version_commit);
@@ -95,7 +91,7 @@ void
 receive_free(struct receive *rv)
 {
 	buf_free(&rv->body);
-	buf_free(&rv->sigs);
+	buf_free(&rv->joined);
 	buf_free(&rv->err);
 }
 
@@ -117,18 +113,19 @@ static const struct answer {
 	  "try again later\n" },
 };
 
-/* Answer `status` from the table and log why (a named source's name
- * first: its ids are known only once the body is verified). */
+/* Answer `status` from the table and log why, naming the source and the
+ * id the delivery claims (unverified: it was refused). */
 static void
 refuse(struct request *r, int status, const struct config_source *src,
     const char *id, const char *why)
 {
-	char esc[(INBOX_SOURCE_MAX + 8 + SCHEME_VALUE_MAX) * 4 + 8];
+	char esc[SCHEME_VALUE_MAX * 4 + 8];
 	const struct answer *a = answers;
+	int named = src != NULL && strcmp(src->name, INBOX_DEFAULT_SOURCE) != 0;
 
 	request_discard_input(r);
 	log_msg("refused %d %s%s%swebhook-id=%s: %s", status,
-	    src ? "[source " : "", src ? src->name : "", src ? "] " : "",
+	    named ? "[source " : "", named ? src->name : "", named ? "] " : "",
 	    util_escape(id, id ? strlen(id) : 0, esc, sizeof esc), why);
 	while (a->status != status && a->status != 503)
 		a++;
@@ -200,6 +197,75 @@ take_site(struct receive *rv, struct attempt *a)
 	return 0;
 }
 
+/* Append " " v, as much as fits: a joined header past its room is kept
+ * at its room's length, which every verifier refuses as too long. */
+static int
+join_value(void *arg, const char *v)
+{
+	struct buf *b = arg;
+	size_t n = strlen(v);
+
+	if (b->len > 0 && buf_append(b, " ", 1) == -1)
+		return -1;
+	if (n > b->cap - b->len)
+		n = b->cap - b->len;
+	return buf_append(b, v, n) == -1 || n < strlen(v) ? -1 : 0;
+}
+
+static int
+count_value(void *arg, const char *v)
+{
+	(void)v;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* A header by its HTTP name ("Stripe-Signature"): the CGI parameter
+ * HTTP_STRIPE_SIGNATURE; a repeated one joined (struct headers).  A
+ * repeated header longer than JOINED_MAX is given cut there: every
+ * verifier refuses a header of that length. */
+static const char *
+header_of(void *arg, const char *name)
+{
+	struct headers *hs = arg;
+	char param[64] = "HTTP_";
+	size_t i, n = 5;
+	int count = 0;
+
+	for (i = 0; name[i] != '\0' && n + 1 < sizeof param; i++)
+		param[n++] = name[i] == '-' ? '_' :
+		    (char)toupper((unsigned char)name[i]);
+	if (name[i] != '\0')
+		return NULL;
+	param[n] = '\0';
+	(void)request_param_each(hs->r, param, count_value, &count);
+	if (count < 2)
+		return request_param(hs->r, param);
+	buf_reset(hs->joined);
+	(void)request_param_each(hs->r, param, join_value, hs->joined);
+	return hs->joined->len > 0 ? hs->joined->data : NULL;
+}
+
+/* The request as lib/scheme/scheme.h reads it: headers and query. */
+static struct scheme_headers
+headers_of(struct attempt *a)
+{
+	struct scheme_headers h = { header_of, &a->hs,
+	    request_param(a->r, "QUERY_STRING") };
+
+	return h;
+}
+
+/* The id the delivery claims, before anything is verified: for the log
+ * line of a refusal (docs/DESIGN.md "The receiver's answers"). */
+static void
+claim_id(struct attempt *a)
+{
+	const struct scheme_headers h = headers_of(a);
+
+	a->id = scheme_claimed_id(a->src->scheme, &a->src->locate, &h);
+}
+
 /*
  * The source the URL names (docs/DESIGN.md "Sources"): no PATH_INFO, ""
  * or "/" is the default source; "/NAME", a trailing '/' allowed, the
@@ -217,7 +283,11 @@ take_source(struct receive *rv, struct attempt *a)
 	if (pi == NULL || pi[0] == '\0' || strcmp(pi, "/") == 0) {
 		a->why = "no default source: the config has [source NAME] "
 		    "sections only, each at the receiver's URL + /NAME";
-		return a->conf->nsecrets == 0 ? 404 : 0;
+		a->src = &a->conf->default_source;
+		if (a->src->nsecrets == 0)
+			return 404;
+		claim_id(a);
+		return 0;
 	}
 	n = strlen(pi);
 	if (n > 1 && pi[n - 1] == '/')
@@ -225,8 +295,10 @@ take_source(struct receive *rv, struct attempt *a)
 	if (pi[0] == '/' && n - 1 <= CONFIG_SOURCE_NAME_MAX) {
 		memcpy(name, pi + 1, n - 1);
 		name[n - 1] = '\0';
-		if ((a->src = config_source_find(a->conf, name)) != NULL)
+		if ((a->src = config_source_find(a->conf, name)) != NULL) {
+			claim_id(a);
 			return 0;
+		}
 	}
 	snprintf(a->whybuf, sizeof a->whybuf, "the URL's path after the "
 	    "receiver, %s, names no [source] of this config",
@@ -234,99 +306,6 @@ take_source(struct receive *rv, struct attempt *a)
 	    strlen(pi) : CONFIG_SOURCE_NAME_MAX + 2, esc, sizeof esc));
 	a->why = a->whybuf;
 	return 404;
-}
-
-/* A header by its HTTP name ("Stripe-Signature"), for lib/common/scheme.h:
- * the CGI parameter HTTP_STRIPE_SIGNATURE. */
-static const char *
-header_of(void *arg, const char *name)
-{
-	char param[64] = "HTTP_";
-	size_t i, n = 5;
-
-	for (i = 0; name[i] != '\0' && n + 1 < sizeof param; i++)
-		param[n++] = name[i] == '-' ? '_' :
-		    (char)toupper((unsigned char)name[i]);
-	if (name[i] != '\0')
-		return NULL;
-	param[n] = '\0';
-	return request_param(arg, param);
-}
-
-/* The request as lib/common/scheme.h reads it: headers and query. */
-static struct scheme_headers
-headers_of(const struct attempt *a)
-{
-	struct scheme_headers h = { header_of, a->r,
-	    request_param(a->r, "QUERY_STRING") };
-
-	return h;
-}
-
-/* Why a delivery without its webhook-id or webhook-timestamp is refused:
- * when its headers are another provider's, say whose, so that the log
- * line tells the owner what to set up rather than blame the sender. */
-static const char *
-not_ours(struct attempt *a)
-{
-	const struct scheme_headers h = headers_of(a);
-	const struct scheme *s = scheme_recognise(&h);
-
-	char line[200];
-
-	if (s == NULL || s == scheme_find("standard"))
-		return "webhook-id or webhook-timestamp missing";
-	snprintf(a->whybuf, sizeof a->whybuf, "webhook-id or webhook-timestamp "
-	    "missing: %s (docs/providers.md)", scheme_mismatch(
-	    scheme_find("standard"), s, line, sizeof line));
-	return a->whybuf;
-}
-
-static int
-join_signature(void *arg, const char *v)
-{
-	struct buf *sigs = arg;
-
-	if ((sigs->len > 0 && buf_append(sigs, " ", 1) == -1) ||
-	    buf_append(sigs, v, strlen(v)) == -1)
-		return -1;
-	return 0;
-}
-
-/* The webhook headers.  Every webhook-signature is joined into rv->sigs:
- * one header value from a server that joins repeated lines, or several
- * FastCGI parameters of the same name from Debian 12's nginx; the buffer's
- * cap (SIGNATURE_HEADER_MAX + 1) stops a longer one. */
-static int
-check_headers(struct receive *rv, struct attempt *a)
-{
-	/* A named source's scheme reads its own headers, with the body. */
-	if (a->src != NULL)
-		return 0;
-	a->ts = request_param(a->r, a->family->ts);
-	if (a->id == NULL || *a->id == '\0' || a->ts == NULL || *a->ts == '\0') {
-		a->why = not_ours(a);
-		return 400;
-	}
-	buf_reset(&rv->sigs);
-	if (request_param_each(a->r, a->family->sig, join_signature,
-	    &rv->sigs) == -1) {
-		a->why = "webhook-signature longer than 16 KiB";
-		return 401;
-	}
-	if (rv->sigs.len == 0) {
-		a->why = "webhook-signature missing";
-		return 400;
-	}
-	if (strlen(a->id) > WEBHOOK_ID_MAX) {
-		a->why = "webhook-id longer than 256 bytes";
-		return 400;
-	}
-	if (rv->sigs.len > SIGNATURE_HEADER_MAX) {
-		a->why = "webhook-signature longer than 16 KiB";
-		return 401;
-	}
-	return 0;
 }
 
 /* CONTENT_LENGTH, when given, is refused over max_body before reading. */
@@ -393,8 +372,7 @@ read_body(struct receive *rv, struct request *r, size_t prefix,
 	return rc;
 }
 
-/* The signed content is id.timestamp.body: the body is read straight in
- * behind the prefix, so it is hashed where it lies. */
+/* The body, whole, into rv->body. */
 static int
 take_body(struct receive *rv, struct attempt *a)
 {
@@ -406,22 +384,18 @@ take_body(struct receive *rv, struct attempt *a)
 	int rc;
 
 	buf_reset(&rv->body);
-	rv->body.cap = (a->src ? 0 : strlen(a->id) + strlen(a->ts) + 2) +
-	    (size_t)a->conf->max_body_bytes;
+	rv->body.cap = (size_t)a->conf->max_body_bytes;
 	a->why = "out of memory";
-	/* A named source's scheme signs its own content from the body.  The
-	 * empty append allocates: the body, an empty one too, is then never
-	 * a null pointer (store() and the schemes add offsets to it). */
-	if (buf_append(&rv->body, "", 0) == -1 || (a->src == NULL &&
-	    buf_printf(&rv->body, "%s.%s.", a->id, a->ts) == -1))
+	/* The empty append allocates: the body, an empty one too, is then
+	 * never a null pointer (the providers add offsets to it). */
+	if (buf_append(&rv->body, "", 0) == -1)
 		return 503;
-	a->prefix = rv->body.len;
 	/* A known length is allocated once: a 1 MiB body costs 1 MiB. */
 	if (a->content_length > 0 &&
 	    buf_reserve(&rv->body, (size_t)a->content_length) == -1)
 		return 503;
 	t0 = util_mono_ns();
-	rc = read_body(rv, a->r, a->prefix, a->conf->max_body_bytes,
+	rc = read_body(rv, a->r, 0, a->conf->max_body_bytes,
 	    a->content_length, a->started + (a->conf->body_timeout_s <
 	    RECEIVE_DEADLINE_S ? a->conf->body_timeout_s : RECEIVE_DEADLINE_S) *
 	    (int64_t)1000000000);
@@ -436,7 +410,7 @@ take_body(struct receive *rv, struct attempt *a)
 	}
 	a->r->body_read = 1;
 	if (a->content_length >= 0 &&
-	    rv->body.len - a->prefix != (size_t)a->content_length) {
+	    rv->body.len != (size_t)a->content_length) {
 		a->why = "body length differs from CONTENT_LENGTH";
 		return 400;
 	}
@@ -444,14 +418,14 @@ take_body(struct receive *rv, struct attempt *a)
 }
 
 /*
- * A named source's delivery, verified by its scheme (lib/common/scheme.h):
+ * A named source's delivery, verified by its scheme (lib/scheme/scheme.h):
  * the outcomes map to the status table (docs/providers.md "Outcomes");
  * a provider's synchronous question (Slack's url_verification, Discord's
  * PING) is answered here, 200 and not stored, and so is WooCommerce's
  * unsigned creation ping.
  */
 static int
-verify_source(struct receive *rv, struct attempt *a)
+verify(struct receive *rv, struct attempt *a)
 {
 	const struct scheme_headers h = headers_of(a);
 	const struct config_source *src = a->src;
@@ -484,7 +458,7 @@ verify_source(struct receive *rv, struct attempt *a)
 	switch (a->res.outcome) {
 	case SCHEME_OTHER:
 		snprintf(a->whybuf, sizeof a->whybuf, "%s", scheme_mismatch(
-		    src->scheme, scheme_get(a->res.looks_like), line,
+		    src->scheme, a->res.looks_like, line,
 		    sizeof line));
 		a->why = a->whybuf;
 		return 400;
@@ -495,150 +469,40 @@ verify_source(struct receive *rv, struct attempt *a)
 	}
 }
 
-/* An event time as a scheme finds it: Unix seconds (Stripe's created,
- * Slack's event_time) or an ISO-8601 instant (Shopify, Paddle); "" none. */
-static int
-source_instant(const char *t, char out[INSTANT_SIZE])
-{
-	int64_t sec;
-
-	out[0] = '\0';
-	if (t[0] == '\0')
-		return 0;
-	if (util_parse_decimal(t, strlen(t), INT64_MAX / 1000000000, &sec) == 0)
-		return instant_format(sec * 1000000000, out);
-	return instant_parse(t, strlen(t), out);
-}
-
-/*
- * A named source's event as the inbox keeps it (docs/DESIGN.md
- * "Sources"): the scheme's type; its time as the event clock (order and
- * the stale rule run on the provider's own clock); its object under the
- * source's name and, where the provider's ids are per resource type, that
- * type ("woo/order" 2200 is not "woo/customer" 2200), so two providers'
- * objects, or two kinds of one provider's, never share a clock.  Never
- * refuses for a field: an odd one is left out and noted, as event.h does.
- * Returns 0, or -1 when out of memory.
- */
-static int
-source_fields(const struct attempt *a, const struct scheme_fields *sf,
-    struct event_fields *f)
-{
-	memset(f, 0, sizeof *f);
-	if (sf->type[0] != '\0' && (f->type = strdup(sf->type)) == NULL)
-		return -1;
-	if (sf->time[0] != '\0') {
-		if ((f->created_at_raw = strdup(sf->time)) == NULL)
-			return -1;
-		if (source_instant(sf->time, f->created_at) == -1) {
-			f->created_at[0] = '\0';
-			f->note = "the event time is neither Unix seconds nor an "
-			    "ISO-8601 instant: ordered by arrival";
-		}
-	}
-	if (sf->object[0] != '\0') {
-		if (sf->object_type[0] == '\0')
-			f->object_type = strdup(a->src->name);
-		else if (asprintf(&f->object_type, "%s/%s", a->src->name,
-		    sf->object_type) == -1)
-			f->object_type = NULL;
-		if (f->object_type == NULL ||
-		    (f->object_id = strdup(sf->object)) == NULL)
-			return -1;
-	}
-	return 0;
-}
-
-/* A named source's inbox id (scheme_event_key), into a->key; a->id points
- * to it.  Returns 0, or -1 when out of memory. */
-static int
-source_key(struct receive *rv, struct attempt *a, const struct scheme_fields *sf)
-{
-	const struct scheme_headers h = headers_of(a);
-
-	if (scheme_event_key(a->src->scheme, &a->src->locate, a->src->name, sf,
-	    &h, (const unsigned char *)rv->body.data, rv->body.len, a->key,
-	    sizeof a->key) == NULL)
-		return -1;
-	a->id = a->key;
-	return 0;
-}
-
-/* The timestamp within tolerance, then a signature entry that verifies
- * under one of the configured secrets. */
-static int
-verify(struct receive *rv, struct attempt *a)
-{
-	const char *why = NULL;
-
-	if (a->src != NULL)
-		return verify_source(rv, a);
-
-	if (signature_check_timestamp(a->ts, strlen(a->ts), (int64_t)time(NULL),
-	    a->conf->tolerance_s, &why) == -1 ||
-	    util_parse_decimal(a->ts, strlen(a->ts), INT64_MAX, &a->timestamp)
-	    == -1) {
-		a->why = why ? why : "webhook-timestamp unreadable";
-		return 401;
-	}
-	if (signature_verify(a->conf->secrets, a->conf->nsecrets,
-	    (const unsigned char *)rv->body.data, rv->body.len, rv->sigs.data,
-	    rv->sigs.len, &a->which) == -1) {
-		a->why = "no signature entry verifies";
-		return 401;
-	}
-	return 0;
-}
-
-/* The event's fields, then one durable store: 200 once it is on disk. */
+/* The event as the inbox keeps it (lib/scheme/scheme.h,
+ * scheme_event_read), then one durable store: 200 once it is on disk. */
 static int
 store(struct receive *rv, struct attempt *a)
 {
+	const struct scheme_headers h = headers_of(a);
+	const struct config_source *src = a->src;
+	int named = strcmp(src->name, INBOX_DEFAULT_SOURCE) != 0;
 	struct inbox_delivery d;
-	struct scheme_fields sf;
 	enum inbox_status s;
+	const char *why;
 
-	memset(&d, 0, sizeof d);
-	if (a->src != NULL) {
-		const struct scheme_headers h = headers_of(a);
-		const char *why;
-
-		if (scheme_extract(a->src->scheme, &a->src->locate, &h,
-		    (const unsigned char *)rv->body.data, rv->body.len, &sf,
-		    &why) == -1) {
-			a->why = why;
-			return 400;
-		}
-		if (source_key(rv, a, &sf) == -1 ||
-		    source_fields(a, &sf, &a->fields) == -1) {
-			a->why = "out of memory";
-			return 503;
-		}
-		if (a->fields.note == NULL)
-			a->fields.note = why;
-		d.source = a->src->name;
-		d.webhook_timestamp = a->res.signed_at >= 0 ? a->res.signed_at :
-		    (int64_t)time(NULL);
-		d.secret_fp = a->src->secrets[a->res.key_index].fingerprint;
-	} else {
-		if (event_extract(a->id, rv->body.data + a->prefix,
-		    rv->body.len - a->prefix, &a->fields) == -1) {
-			a->why = "out of memory";
-			return 503;
-		}
-		d.source = INBOX_DEFAULT_SOURCE;
-		d.webhook_timestamp = a->timestamp;
-		d.secret_fp = a->conf->secrets[a->which].fingerprint;
+	if (scheme_event_read(src->scheme, &src->params, &src->locate,
+	    named ? src->name : NULL, &h, (const unsigned char *)rv->body.data,
+	    rv->body.len, &a->ev, &why) == -1) {
+		a->why = why;
+		return strcmp(why, "out of memory") == 0 ? 503 : 400;
 	}
-	if (a->fields.note != NULL) {
-		char esc[WEBHOOK_ID_MAX * 4 + 8];
+	a->id = a->ev.key;
+	if (a->ev.fields.note != NULL) {
+		char esc[SCHEME_KEY_MAX * 4 + 8];
+
 		log_msg("note webhook-id=%s: %s", util_escape(a->id,
-		    strlen(a->id), esc, sizeof esc), a->fields.note);
+		    strlen(a->id), esc, sizeof esc), a->ev.fields.note);
 	}
-	d.webhook_id = a->id;
-	d.body = rv->body.data + a->prefix;
-	d.body_len = rv->body.len - a->prefix;
-	d.fields = &a->fields;
+	memset(&d, 0, sizeof d);
+	d.webhook_id = a->ev.key;
+	d.source = src->name;
+	d.webhook_timestamp = a->res.signed_at >= 0 ? a->res.signed_at :
+	    (int64_t)time(NULL);
+	d.secret_fp = src->secrets[a->res.key_index].fingerprint;
+	d.body = rv->body.data;
+	d.body_len = rv->body.len;
+	d.fields = &a->ev.fields;
 	/* The one wait for the database, queued behind other deliveries
 	 * included (receive/committer.h). */
 	d.deadline = db_deadline(a, a->conf->busy_timeout_ms);
@@ -656,10 +520,9 @@ static int (*const steps[])(struct receive *, struct attempt *) = {
 	check_method,		/* 405 */
 	take_site,		/* 503: misconfigured, inbox unopenable */
 	take_source,		/* 404: the URL names no source */
-	check_headers,		/* 400 missing, 401 signature too long */
 	check_length,		/* 400, 413 by CONTENT_LENGTH */
 	take_body,		/* 413, 408, 400; 503 out of memory */
-	verify,			/* 401, 400 a source's headers missing;
+	verify,			/* 401, 400 the provider's headers missing;
 				 * 200, 204 a provider's ping answered */
 	store,			/* 400 a source's id unusable; 200 new
 				 * or duplicate, 503 */
@@ -677,13 +540,8 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	a.sites = sites;
 	a.started = util_mono_ns();
 	a.content_length = -1;
-	for (i = 0; i < sizeof families / sizeof families[0]; i++) {
-		a.family = &families[i];
-		if ((a.id = request_param(r, a.family->id)) != NULL)
-			break;
-	}
-	if (a.id == NULL)
-		a.family = &families[0];
+	a.hs.r = r;
+	a.hs.joined = &rv->joined;
 	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
 		status = steps[i](rv, &a);
 	if (status == 200)
@@ -694,7 +552,7 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 		    rv->version, "");
 	else
 		refuse(r, status, a.src, a.id, a.why);
-	event_fields_free(&a.fields);
+	scheme_event_free(&a.ev);
 	site_release(a.site);
 	/* A 1 MiB body should not pin 1 MiB per idle worker. */
 	if (rv->body.size > 2 * REQUEST_READ_CHUNK) {

@@ -19,9 +19,6 @@
 /* Longest webhook-id, bytes.  Provider ids are ~30 characters; 256 leaves
  * room for any sender without letting a header become a storage problem. */
 #define WEBHOOK_ID_MAX		256
-/* Longest webhook-signature (all lines joined), bytes: 32 entries of a v1a
- * signature are under 4 KiB.  Longer is refused with 401, not truncated. */
-#define SIGNATURE_HEADER_MAX	16384
 
 /*
  * Every answer leaves within this many seconds of the request's arrival,
@@ -35,8 +32,8 @@
 /* What one request thread keeps from request to request: buffers that
  * grow once instead of per request. */
 struct receive {
-	struct buf	 body;	/* "id.timestamp." + body: the signed content */
-	struct buf	 sigs;	/* every webhook-signature value, joined */
+	struct buf	 body;	/* the body as it arrived */
+	struct buf	 joined;	/* a repeated header's values, joined */
 	struct buf	 err;	/* the reason of a failure, for the log */
 	char		 version[96];	/* RECEIVE_VERSION_HEADER's line */
 };

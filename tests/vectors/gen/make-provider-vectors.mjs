@@ -1,5 +1,5 @@
 // Write tests/vectors/providers.json: signed deliveries for every scheme of
-// lib/common/scheme.h, each signed (or, where the SDK only verifies, signed
+// lib/scheme/scheme.h, each signed (or, where the SDK only verifies, signed
 // here with node:crypto and then verified) by the provider's own SDK from npm,
 // at the versions package.json pins.  Every vector records which SDK made or
 // checked it and the SDK's own verdict; the C test (tests/test_scheme.c)
@@ -521,9 +521,104 @@ const hmac = (alg, key, data, enc) =>
 	}
 }
 
+// ----------------------------------------------------------- mercadopago
+// After the recognition ring above, so the ring's pairs stay as they were;
+// its own two recognition vectors are at the end of this section.
+{
+	const { WebhookSignatureValidator, InvalidWebhookSignatureError } = require('mercadopago');
+	// Mercado Pago signs no body and no URL: x-signature is
+	// ts=<Unix seconds>,v1=<hex HMAC-SHA256> over the manifest
+	// `id:<data.id of the query>;request-id:<x-request-id>;ts:<ts>;`, a part
+	// left out when its value is absent, keyed with the application's secret
+	// signature as text.  The SDK only verifies, so vectors are signed here
+	// with node:crypto and checked by WebhookSignatureValidator.validate.
+	const secret = '8b1f4c2e9a7d36f05e1c4b9a2d7f8e63c0a5b4d1e9f2a7c6b3d8e0f1a2c4b6d9';
+	const secret2 = '0f9e8d7c6b5a49382716f5e4d3c2b1a00f9e8d7c6b5a49382716f5e4d3c2b1a0';
+	const rid = 'bb56a2f1-6aae-46ac-982e-9dcd3581d08e';
+	const ts = String(NOW - 2);
+	const manifest = (dataId, reqId, t) =>
+		`${dataId ? `id:${dataId};` : ''}${reqId ? `request-id:${reqId};` : ''}ts:${t};`;
+	const sign = (sec, dataId, reqId, t = ts) => `ts=${t},v1=${hmac('sha256', sec, manifest(dataId, reqId, t), 'hex')}`;
+	// The SDK's tolerance is optional; the receiver's window is 300 s.
+	const sdk = (sec, h, query, now = NOW) => {
+		try {
+			WebhookSignatureValidator.validate({ xSignature: h['x-signature'],
+			    xRequestId: h['x-request-id'], dataId: new URLSearchParams(query).get('data.id'),
+			    secret: sec, toleranceSeconds: 300, now: () => now * 1000 });
+			return 'valid';
+		} catch (e) {
+			if (!(e instanceof InvalidWebhookSignatureError)) throw e;
+			return 'invalid';
+		}
+	};
+	const H = (s, reqId = rid) => ({ 'x-signature': s, ...(reqId ? { 'x-request-id': reqId } : {}), 'Content-Type': 'application/json' });
+	const notice = { action: 'payment.updated', api_version: 'v1', data: { id: '123456' },
+	    date_created: '2025-12-03T23:59:58Z', id: 12345678901, live_mode: true, type: 'payment', user_id: '44444' };
+	const body = JSON.stringify(notice);
+	const query = 'data.id=123456&type=payment';
+	const id = String(notice.id);
+	const type = notice.action;
+	const sig = sign(secret, '123456', rid);
+	add({ scheme: 'mercadopago', name: 'mercadopago_valid', sdk: pkg('mercadopago'), secrets: [secret],
+	    query, headers: H(sig), body, expected: 'valid', id, type,
+	    sdk_verdict: sdk(secret, H(sig), query),
+	    reason: 'Signed with node:crypto, verified by the SDK (it has no signer).' });
+	add({ scheme: 'mercadopago', name: 'mercadopago_rotation_two_secrets', sdk: pkg('mercadopago'),
+	    secrets: [secret2, secret], query, headers: H(sig), body, expected: 'valid', key_index: 1, id, type,
+	    sdk_verdict: sdk(secret, H(sig), query) });
+	add({ scheme: 'mercadopago', name: 'mercadopago_wrong_secret', sdk: pkg('mercadopago'), secrets: [secret2],
+	    query, headers: H(sig), body, expected: 'invalid', outcome: 'bad_signature',
+	    sdk_verdict: sdk(secret2, H(sig), query) });
+	const tq = 'data.id=123457&type=payment';
+	add({ scheme: 'mercadopago', name: 'mercadopago_tampered_data_id', sdk: pkg('mercadopago'), secrets: [secret],
+	    query: tq, headers: H(sig), body, expected: 'invalid', outcome: 'bad_signature',
+	    sdk_verdict: sdk(secret, H(sig), tq),
+	    reason: 'data.id in the query changed; the signature covers it.' });
+	const noRid = sign(secret, '123456', null);
+	add({ scheme: 'mercadopago', name: 'mercadopago_no_request_id', sdk: pkg('mercadopago'), secrets: [secret],
+	    query, headers: H(noRid, null), body, expected: 'valid', id, type,
+	    sdk_verdict: sdk(secret, H(noRid, null), query),
+	    reason: 'No x-request-id header: the manifest has no request-id part (id:123456;ts:…;), as the SDK builds it.' });
+	add({ scheme: 'mercadopago', name: 'mercadopago_expired', sdk: pkg('mercadopago'), secrets: [secret],
+	    query, headers: H(sig), body, now: NOW + 400, expected: 'invalid', outcome: 'stale',
+	    sdk_verdict: sdk(secret, H(sig), query, NOW + 400),
+	    reason: 'ts is Unix seconds; 402 s from the clock, outside the 300 s window.' });
+	const changed = JSON.stringify({ ...notice, live_mode: false, user_id: '55555' });
+	add({ scheme: 'mercadopago', name: 'mercadopago_body_not_signed', sdk: pkg('mercadopago'), secrets: [secret],
+	    query, headers: H(sig), body: changed, expected: 'valid', id, type,
+	    sdk_verdict: sdk(secret, H(sig), query),
+	    reason: 'The body changed, headers and query not: still valid, because Mercado Pago signs no body (only data.id, x-request-id and ts); the body is not to be trusted.' });
+	// An alphanumeric data.id (an order).  Mercado Pago's documentation
+	// says to lower-case it in the manifest; the SDK uses it as sent.
+	const doc = 'https://www.mercadopago.com.ar/developers/es/docs/checkout-api-orders/notifications';
+	const ord = 'ORD01JQ4S4KY8HWQ6NA5PXB65B3D3';
+	const onotice = { action: 'order.processed', api_version: 'v1', data: { id: ord },
+	    date_created: '2025-12-03T23:59:58Z', id: 12345678902, live_mode: true, type: 'order', user_id: '44444' };
+	const obody = JSON.stringify(onotice);
+	const oq = `data.id=${ord}&type=order`;
+	const lower = sign(secret, ord.toLowerCase(), rid);
+	add({ scheme: 'mercadopago', name: 'mercadopago_uppercase_id_signed_lowercased', sdk: pkg('mercadopago'), doc,
+	    secrets: [secret], query: oq, headers: H(lower), body: obody, expected: 'invalid', outcome: 'bad_signature',
+	    sdk_verdict: sdk(secret, H(lower), oq),
+	    reason: `Signed over id:${ord.toLowerCase()} (the documentation's rule: lower-case an alphanumeric data.id); the SDK uses data.id as sent and refuses it.` });
+	const asSent = sign(secret, ord, rid);
+	add({ scheme: 'mercadopago', name: 'mercadopago_uppercase_id_signed_as_sent', sdk: pkg('mercadopago'), doc,
+	    secrets: [secret], query: oq, headers: H(asSent), body: obody, expected: 'valid',
+	    id: String(onotice.id), type: onotice.action, sdk_verdict: sdk(secret, H(asSent), oq),
+	    reason: `Signed over id:${ord} as the query carries it: the SDK does not lower-case data.id and accepts it.` });
+	// Recognition, as the ring above builds it: a Mercado Pago delivery at a
+	// Stripe endpoint and a Stripe delivery at a Mercado Pago endpoint.
+	const st = vectors.find((v) => v.name === 'stripe_valid');
+	add({ scheme: 'stripe', name: 'recognise_mercadopago_at_stripe', secrets: [st.secrets[0]],
+	    query, headers: H(sig), body, expected: 'invalid', outcome: 'other_scheme', looks_like: 'mercadopago' });
+	add({ scheme: 'mercadopago', name: 'recognise_stripe_at_mercadopago', secrets: [secret],
+	    headers: st.headers, body: st.body, now: st.now, expected: 'invalid', outcome: 'other_scheme',
+	    looks_like: 'stripe' });
+}
+
 const meta = {
 	generated_by: 'tests/vectors/gen/make-provider-vectors.mjs',
-	sdks: Object.fromEntries(['stripe', '@octokit/webhooks-methods', 'svix', 'standardwebhooks',
+	sdks: Object.fromEntries(['mercadopago', 'stripe', '@octokit/webhooks-methods', 'svix', 'standardwebhooks',
 	    '@paddle/paddle-node-sdk', 'discord-interactions', 'twilio', '@slack/bolt',
 	    '@shopify/shopify-api'].map((n) => [n, version(n)])),
 	vectors,

@@ -1,14 +1,20 @@
 /*
- * scheme: the signature schemes of the providers a shop or a developer
- * gets webhooks from (docs/providers.md), as one small table of
- * operations — which headers a delivery of each carries, how its secret is
- * written, what is signed and how, what a synchronous answer it wants, and
- * where its id, time and type are by default.
+ * scheme: the providers a shop or a developer gets webhooks from
+ * (docs/providers.md), one file each (lib/scheme/PROVIDER.c), reached
+ * through one table of operations filled with designated initialisers,
+ * as lib/store/engine.h is for the store's engines and curl's
+ * Curl_handler for its protocols.  A provider's file holds all it knows:
+ * which headers its deliveries carry, how its secret is written, what is
+ * signed and how (to verify and to sign), the synchronous answers it
+ * wants, where its id, type, time and object are, and its sample event.
+ * The default source (the config's top-level keys) is the `standard`
+ * provider like any other.  Adding a provider is one file, one row in
+ * lib/scheme/scheme.c's list, and its vectors.
  *
- * This is the verifier layer alone: it takes a delivery's headers (through
- * a lookup callback), its body and the clock, and says whether one of the
- * configured secrets signed it.  It reads no config, stores nothing and
- * knows nothing of sources or URLs beyond the one Twilio signs.
+ * This layer takes a delivery's headers (through a lookup callback), its
+ * query string, its body and the clock, and says whether one of the
+ * configured secrets signed it, what it holds and under which key the
+ * inbox keeps it.  It reads no config and stores nothing.
  *
  * Cryptography: libsodium for HMAC-SHA256/512, SHA-256, BLAKE2b and
  * Ed25519; Nettle (GnuTLS's, nettle-dev) for HMAC-SHA1, which libsodium
@@ -27,6 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/common/util.h"
+#include "lib/store/event.h"
+
 /* Largest secret, bytes, as the provider shows it (Stripe's whsec_ text is
  * 38, Paddle's pdl_ntfset_… about 70, GitHub's is the user's choice):
  * room to spare, and one bound for every copy of a key. */
@@ -40,26 +49,15 @@
 #define SCHEME_FORM_PARAMS_MAX	256
 /* A synchronous answer (Slack's challenge, Discord's PONG), bytes + NUL. */
 #define SCHEME_ANSWER_MAX	256
-/* Extracted values (id, type, time, object key), bytes + NUL: the store's
- * own caps are smaller; longer is refused, never cut. */
-#define SCHEME_VALUE_MAX	256
+/* Extracted values (id, type, time, object key), bytes + NUL: an id of
+ * up to 256 bytes (Standard Webhooks' webhook-id, receive.h's
+ * WEBHOOK_ID_MAX); longer is refused, never cut. */
+#define SCHEME_VALUE_MAX	257
 /* Default tolerance of signed timestamps, seconds, both directions. */
 #define SCHEME_TOLERANCE	300
 
-enum scheme_id {
-	SCHEME_STANDARD = 0,
-	SCHEME_STRIPE,
-	SCHEME_GITHUB,
-	SCHEME_SHOPIFY,
-	SCHEME_WOOCOMMERCE,
-	SCHEME_SLACK,
-	SCHEME_PADDLE,
-	SCHEME_DISCORD,
-	SCHEME_GITLAB,
-	SCHEME_TWILIO,
-	SCHEME_HMAC,
-	SCHEME_COUNT
-};
+/* Providers in the table, at most (scheme_at). */
+#define SCHEME_MAX		32
 
 enum scheme_alg { SCHEME_SHA1 = 1, SCHEME_SHA256, SCHEME_SHA512 };
 enum scheme_encoding { SCHEME_HEX = 1, SCHEME_BASE64 };
@@ -139,7 +137,7 @@ struct scheme_result {
 	const char		*why;
 	size_t			 key_index;	/* the secret that verified */
 	int64_t			 signed_at;	/* the signed timestamp, or -1 */
-	enum scheme_id		 looks_like;	/* for SCHEME_OTHER */
+	const struct scheme	*looks_like;	/* for SCHEME_OTHER */
 	/* SCHEME_ANSWER: the body to answer with and its Content-Type;
 	 * answer_type NULL: no body at all, 204 No Content (Discord's
 	 * Webhook Events PING). */
@@ -147,57 +145,11 @@ struct scheme_result {
 	const char		*answer_type;
 };
 
-/* One scheme: its table row (lib/common/scheme.c). */
-struct scheme {
-	enum scheme_id	 id;
-	const char	*name;		/* the config's `scheme = NAME` */
-	const char	*title;		/* for people: "Stripe" */
-	const char	*signature_header; /* what recognition names */
-	/* Where the defaults are: a header (HTTP name) or a JSON pointer
-	 * (RFC 6901) into the body; NULL when the provider has none. */
-	const char	*id_header, *id_pointer;
-	const char	*type_header, *type_pointer;
-	const char	*time_header, *time_pointer;
-	const char	*object_pointer;
-	/* The object's resource type, where the provider's object ids are
-	 * per type (WooCommerce's order 2200 and customer 2200): a header,
-	 * else a pointer; the value's part before its first '.' or '/'
-	 * ("order.updated" -> "order").  NULL both: ids are unique across
-	 * types (Stripe's cus_…, Paddle's ctm_…) or carry it (Shopify's
-	 * gid://shopify/Order/…). */
-	const char	*object_type_header, *object_type_pointer;
-	/* Does the signature cover id_header?  Only Standard Webhooks signs
-	 * its id; every other provider's id header lies outside the signed
-	 * bytes, so it alone proves nothing (scheme_id_signed). */
-	int		 id_header_signed;
-	/* A second id header, read when id_header is absent (Shopify's
-	 * X-Shopify-Webhook-Id behind its X-Shopify-Event-Id). */
-	const char	*id_header_fallback;
-	int64_t		 tolerance;	/* default; 0: no timestamp window */
-	/* Is this delivery of this scheme (its signature header present)? */
-	int		(*recognise)(const struct scheme_headers *h);
-	/* As scheme_secret_load, for this scheme's secrets. */
-	int		(*secret_load)(const char *text, struct scheme_secret *out,
-			    const char **why);
-	/* As scheme_verify, once the secrets are known to be this scheme's. */
-	void		(*verify)(const struct scheme_params *p,
-			    const struct scheme_secret *keys, size_t nkeys,
-			    const struct scheme_headers *h,
-			    const unsigned char *body, size_t body_len,
-			    int64_t now, struct scheme_result *res);
-	/* The SHA-256 of what the signature covers, in a form that two
-	 * encodings of the same signed content share (Twilio's form: its
-	 * sorted, decoded parameters); NULL: the body's bytes.  0, or -1
-	 * when out of memory. */
-	int		(*content_digest)(const struct scheme_headers *h,
-			    const unsigned char *body, size_t body_len,
-			    unsigned char out[32]);
-};
-
 /* The scheme called `name` (exact, lower case), or NULL. */
 const struct scheme *scheme_find(const char *name);
-/* The scheme with this id (id < SCHEME_COUNT). */
-const struct scheme *scheme_get(enum scheme_id id);
+/* The i-th scheme of the table (the default source's `standard` first),
+ * or NULL past the last: `for (i = 0; (s = scheme_at(i)); i++)`. */
+const struct scheme *scheme_at(size_t i);
 
 /*
  * Fill `p` with scheme s's defaults (its tolerance; for `hmac`, sha256,
@@ -213,16 +165,10 @@ int	scheme_params_check(const struct scheme *s, const struct scheme_params *p,
 
 /*
  * Take one configured secret exactly as the provider's dashboard shows it
- * (docs/providers.md "Secrets"):
- *   standard     whsec_ + base64 (the key is its decoding), or whpk_ +
- *                base64 of an Ed25519 public key (signature.h's rules);
- *   stripe       whsec_…, the whole string is the key; an API key (sk_,
- *                rk_, pk_) is refused by name;
- *   paddle       pdl_ntfset_…, the whole string;
- *   discord      the application's public key, 64 hex digits;
- *   the others   the bytes as written (GitHub's may hold spaces and
- *                quotes; Slack's are hex text, used as text).
- * Any NUL-free text of 1..SCHEME_SECRET_MAX bytes is a secret there; a
+ * (docs/providers.md "Secrets"), in the form its provider's file reads:
+ * Stripe's whole whsec_… text is the key, Standard Webhooks' whsec_ +
+ * base64 is decoded, an API key pasted instead is refused by name.  Any
+ * NUL-free text of 1..SCHEME_SECRET_MAX bytes is a secret there; a
  * leading or trailing space or tab is refused (a paste mistake, and the
  * config cannot say it).  Returns 0 and fills *out, or -1 with *why static
  * (never containing the secret) and *out wiped.
@@ -294,6 +240,15 @@ struct scheme_locate {
  */
 int	scheme_id_signed(const struct scheme *s, const struct scheme_locate *over);
 
+/*
+ * The id a delivery of s claims in a header (the section's `id =` header,
+ * else the provider's id header), before anything is verified: for a
+ * refusal's log line.  NULL when the id is in the body or absent.  The
+ * value is the request's (valid while it is).
+ */
+const char *scheme_claimed_id(const struct scheme *s,
+	    const struct scheme_locate *over, const struct scheme_headers *h);
+
 /* Bytes of a content tag in an event key: the first 8 of the signed
  * content's SHA-256, as 16 lowercase hex digits (scheme_event_key). */
 #define SCHEME_CONTENT_TAG_BYTES	8
@@ -315,10 +270,44 @@ int	scheme_id_signed(const struct scheme *s, const struct scheme_locate *over);
  * 90 to hold any).  Returns out, or NULL when out of memory or out is too
  * small.
  */
-char	*scheme_event_key(const struct scheme *s, const struct scheme_locate *over,
-	    const char *name, const struct scheme_fields *f,
+char	*scheme_event_key(const struct scheme *s, const struct scheme_params *p,
+	    const struct scheme_locate *over, const char *name,
+	    const struct scheme_fields *f, const struct scheme_headers *h,
+	    const unsigned char *body, size_t body_len, char *out,
+	    size_t outsz);
+
+/* An inbox id's room, bytes + NUL: a source's name, '/', an id, '~' and
+ * a content tag, or "sha256:" and a digest (scheme_event_key). */
+#define SCHEME_KEY_MAX		(32 + 1 + SCHEME_VALUE_MAX + 72)
+
+/* A verified delivery as the inbox keeps it (scheme_event_read). */
+struct scheme_event {
+	char			 id[SCHEME_VALUE_MAX];	/* the provider's; "" */
+	char			 key[SCHEME_KEY_MAX];	/* the inbox id */
+	struct event_fields	 fields;	/* owned: scheme_event_free */
+};
+
+/*
+ * Read a verified delivery of provider s as the inbox keeps it: its id
+ * and key (scheme_event_key), its type, its time as the event clock,
+ * its object (docs/DESIGN.md "Sources").  `source` is the section's NAME,
+ * or NULL for the default source, whose key is the bare id and whose
+ * object is the bare type and id (as the inbox has always kept them);
+ * a named source's object type is "NAME/" + the provider's resource
+ * ("woo/order"), or NAME where the provider's ids are unique across
+ * types.  The provider's own `fields` (Standard Webhooks') first, then
+ * the section's `over` places; a type, time or object that cannot be
+ * kept whole is left out and noted in ev->fields.note.
+ * Returns 0; -1 with *why static when the id cannot be read whole (400:
+ * cut, it could merge two events) or when out of memory (*why says so).
+ * ev is initialised either way: scheme_event_free it.
+ */
+int	scheme_event_read(const struct scheme *s, const struct scheme_params *p,
+	    const struct scheme_locate *over, const char *source,
 	    const struct scheme_headers *h, const unsigned char *body,
-	    size_t body_len, char *out, size_t outsz);
+	    size_t body_len, struct scheme_event *ev, const char **why)
+	    __attribute__((warn_unused_result));
+void	scheme_event_free(struct scheme_event *ev);
 
 /*
  * The SHA-256 of the signed content of a delivery of scheme s, into out:
@@ -328,8 +317,8 @@ char	*scheme_event_key(const struct scheme *s, const struct scheme_locate *over,
  * when out of memory.
  */
 int	scheme_content_digest(const struct scheme *s,
-	    const struct scheme_headers *h, const unsigned char *body,
-	    size_t body_len, unsigned char out[32])
+	    const struct scheme_params *p, const struct scheme_headers *h,
+	    const unsigned char *body, size_t body_len, unsigned char out[32])
 	    __attribute__((warn_unused_result));
 
 /*
@@ -349,7 +338,7 @@ int	scheme_extract(const struct scheme *s, const struct scheme_locate *over,
 	    const unsigned char *body, size_t body_len, struct scheme_fields *out,
 	    const char **why) __attribute__((warn_unused_result));
 
-/* ---- signing, as each provider's sender does (lib/common/scheme_sign.c) ---- */
+/* ---- signing, as each provider's sender does ---- */
 
 /* Headers a signed delivery carries: the most any scheme sends (GitHub:
  * two signatures, delivery, event) and a source's own id and type
@@ -376,6 +365,10 @@ struct scheme_signed {
 	 * application/x-www-form-urlencoded, the rest (and Twilio's
 	 * bodySHA256 bodies) application/json.  Static. */
 	const char	*content_type;
+	/* The query string the sender's request must carry (without '?'),
+	 * "" for the URL's own: Twilio appends bodySHA256=<hex> for a JSON
+	 * body and signs that. */
+	char		 query[SCHEME_HEADER_VALUE_MAX];
 };
 
 /*
@@ -393,30 +386,9 @@ int	scheme_can_sign(const struct scheme *s, const struct scheme_secret *key,
  * signed where the scheme signs a time, and Shopify's
  * X-Shopify-Triggered-At), as delivery `id` and of event `type` where
  * the scheme sends them in headers (NULL: header left out; `standard`
- * requires an id).  The headers, in the provider's order, go into *out:
- *   standard     webhook-id, webhook-timestamp, webhook-signature (v1,)
- *   stripe       Stripe-Signature: t=…,v1=…
- *   github       X-Hub-Signature-256, X-Hub-Signature (SHA-1, as GitHub
- *                still sends), X-GitHub-Delivery, X-GitHub-Event
- *   shopify      X-Shopify-Hmac-Sha256, X-Shopify-Event-Id,
- *                X-Shopify-Topic, X-Shopify-Triggered-At,
- *                X-Shopify-Webhook-Id, X-Shopify-Shop-Domain,
- *                X-Shopify-API-Version
- *   woocommerce  X-WC-Webhook-Signature, X-WC-Webhook-Delivery-ID,
- *                X-WC-Webhook-Topic, X-WC-Webhook-Resource and
- *                X-WC-Webhook-Event (the topic's halves)
- *   slack        X-Slack-Signature (v0=), X-Slack-Request-Timestamp
- *   paddle       Paddle-Signature: ts=…;h1=…
- *   gitlab       X-Gitlab-Token (the secret itself), X-Gitlab-Event-UUID,
- *                X-Gitlab-Event
- *   twilio       X-Twilio-Signature: HMAC-SHA1 (the Auth Token's) of
- *                p->url and the sorted form parameters, or of the URL
- *                alone when it carries bodySHA256= (the body must hash
- *                to it); I-Twilio-Idempotency-Token.  The newer
- *                shared-key HMAC-SHA256 is not signed.
- *   hmac         p->header: p->prefix + the MAC of [timestamp separator]
- *                body in p->alg and p->encoding; p->timestamp_header
- *                when set.
+ * requires an id), to a URL whose query string is `query` (NULL: none;
+ * Twilio signs it, and out->query says what it must become).  The
+ * headers, each provider's file says which, in its order, go into *out:
  * Returns 0, or -1 with *why static (never holding a byte of the secret)
  * and *out emptied: a key that cannot sign (scheme_can_sign), a value
  * that would not fit, a Twilio body that does not match its URL.
@@ -425,8 +397,8 @@ int	scheme_can_sign(const struct scheme *s, const struct scheme_secret *key,
 int	scheme_sign(const struct scheme *s, const struct scheme_params *p,
 	    const struct scheme_secret *key, const unsigned char *body,
 	    size_t body_len, int64_t timestamp, const char *id,
-	    const char *type, struct scheme_signed *out, const char **why)
-	    __attribute__((warn_unused_result));
+	    const char *type, const char *query, struct scheme_signed *out,
+	    const char **why) __attribute__((warn_unused_result));
 
 /* Append one more header (a source's configured id or type header).
  * 0, or -1 when full or a name or value does not fit. */
@@ -438,5 +410,121 @@ const char *scheme_signed_get(const struct scheme_signed *out,
 	    const char *name);
 
 void	scheme_signed_wipe(struct scheme_signed *out);
+
+
+/* ---- one provider: its row of the table ---- */
+
+/*
+ * What a provider's file (lib/scheme/PROVIDER.c) fills in, with
+ * designated initialisers; lib/scheme/scheme.c's list names each once.
+ * NULL members take the behaviour their comment gives; the rest are
+ * required (tests/test_scheme.c checks every row).
+ */
+struct scheme {
+	const char	*name;		/* the config's `scheme = NAME` */
+	const char	*title;		/* for people: "Stripe" */
+	const char	*signature_header; /* what recognition names */
+	/* Where the defaults are: a header (HTTP name) or a JSON pointer
+	 * (RFC 6901) into the body; NULL when the provider has none. */
+	const char	*id_header, *id_pointer;
+	const char	*type_header, *type_pointer;
+	const char	*time_header, *time_pointer;
+	const char	*object_pointer;
+	/* The object's resource type, where the provider's object ids are
+	 * per type (WooCommerce's order 2200 and customer 2200): a header,
+	 * else a pointer; the value's part before its first '.' or '/'
+	 * ("order.updated" -> "order").  NULL both: ids are unique across
+	 * types (Stripe's cus_…, Paddle's ctm_…) or carry it (Shopify's
+	 * gid://shopify/Order/…). */
+	const char	*object_type_header, *object_type_pointer;
+	/* Does the signature cover id_header?  Only Standard Webhooks signs
+	 * its id; every other provider's id header lies outside the signed
+	 * bytes, so it alone proves nothing (scheme_id_signed). */
+	int		 id_header_signed;
+	/* A second id header, read when id_header is absent (Shopify's
+	 * X-Shopify-Webhook-Id behind its X-Shopify-Event-Id). */
+	const char	*id_header_fallback;
+	int64_t		 tolerance;	/* default; 0: no timestamp window */
+
+	/* Is this delivery of this provider (its signature header there)? */
+	int		(*recognise)(const struct scheme_headers *h);
+	/* A header of this provider's by the name the table and the
+	 * section use, under the other names its senders give it (Svix's
+	 * svix-*, Shopify's without X-); NULL: as named. */
+	const char	*(*header)(const struct scheme_headers *h,
+			    const char *name);
+	/* As scheme_secret_load, for this provider's secrets. */
+	int		(*secret_load)(const char *text, struct scheme_secret *out,
+			    const char **why);
+	/* What this provider needs of a section beyond the common keys
+	 * (Twilio's url, hmac's header), as scheme_params_check; NULL:
+	 * nothing. */
+	int		(*params_check)(const struct scheme_params *p,
+			    const char **why);
+	/* As scheme_verify, once the secrets are known to be this
+	 * provider's; res comes zeroed with outcome BAD_SIGNATURE. */
+	void		(*verify)(const struct scheme_params *p,
+			    const struct scheme_secret *keys, size_t nkeys,
+			    const struct scheme_headers *h,
+			    const unsigned char *body, size_t body_len,
+			    int64_t now, struct scheme_result *res);
+	/* The SHA-256 of what the signature covers, in a form that two
+	 * encodings of the same signed content share (Twilio's form: its
+	 * sorted, decoded parameters); NULL: the body's bytes.  0, or -1
+	 * when out of memory. */
+	int		(*content_digest)(const struct scheme_params *p,
+			    const struct scheme_headers *h,
+			    const unsigned char *body, size_t body_len,
+			    unsigned char out[32]);
+	/* The fields as this provider shapes its delivery, where the
+	 * defaults above cannot say it all (Standard Webhooks' createdAt,
+	 * data.object, data.object_truncated and relays: lib/store/event.c;
+	 * Mercado Pago's signed data.id in the query), for the delivery
+	 * `id`; NULL: the defaults.  Fills *f (event_fields_free); 0, or -1
+	 * when out of memory. */
+	int		(*fields)(const struct scheme_headers *h, const char *id,
+			    const unsigned char *body, size_t len,
+			    struct event_fields *f);
+	/* Is the body outside the signature?  Only Mercado Pago signs no
+	 * body (its manifest is data.id, the request id and ts): an id read
+	 * from its body proves nothing (scheme_id_signed). */
+	int		 body_unsigned;
+
+	/* Sign as this provider's sender does (scheme_sign's contract);
+	 * NULL: the config cannot sign for it, `unsignable` says why. */
+	int		(*sign)(const struct scheme_params *p,
+			    const struct scheme_secret *key,
+			    const unsigned char *body, size_t body_len,
+			    const char *ts, const char *id, const char *type,
+			    struct scheme_signed *out, const char **why);
+	const char	*unsignable;
+	/* A new id as this provider writes them (evt_…, a UUID), into out
+	 * (SCHEME_SAMPLE_ID_SIZE); NULL: "msg_" + 24 hex digits. */
+	void		(*sample_id)(char *out);
+	/* Its sample event for `send --source` and `check`: a body shaped
+	 * like its events, of event type SCHEME_SAMPLE_TYPE, as delivery
+	 * `id` at `now` (Unix seconds), grown to `size` bytes when shorter;
+	 * appended to body.  NULL: Standard Webhooks' shape.  0, or -1. */
+	int		(*sample_body)(const char *id, int64_t now, int64_t size,
+			    struct buf *body);
+};
+
+/* A sample id's room, bytes + NUL. */
+#define SCHEME_SAMPLE_ID_SIZE	64
+/* The event type every sample event carries: a handler can tell a test
+ * from a real event by it. */
+#define SCHEME_SAMPLE_TYPE	"webhook_inbox.test"
+
+/*
+ * A new id as scheme s's sender writes them, into out
+ * (SCHEME_SAMPLE_ID_SIZE).  Returns out.
+ */
+const char *scheme_sample_id(const struct scheme *s, char *out);
+/*
+ * Scheme s's sample event (struct scheme, sample_body) appended to body:
+ * 0, or -1 when out of memory or past body's cap.
+ */
+int	scheme_sample_body(const struct scheme *s, const char *id, int64_t now,
+	    int64_t size, struct buf *body) __attribute__((warn_unused_result));
 
 #endif
