@@ -187,9 +187,11 @@ scheme_verified(struct scheme_result *res)
 
 /* ---- secrets ---- */
 
-/* The bytes as written: 1..SCHEME_SECRET_MAX, no edge blanks. */
+/* The bytes as written: 1..SCHEME_SECRET_MAX; no edge blanks unless the
+ * value was quoted (scheme_secret_load_quoted). */
 static int
-raw_secret(const char *text, struct scheme_secret *out, const char **why)
+raw_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	size_t len = strlen(text);
 
@@ -201,9 +203,11 @@ raw_secret(const char *text, struct scheme_secret *out, const char **why)
 		*why = "secret longer than 256 bytes";
 		return -1;
 	}
-	if (text[0] == ' ' || text[0] == '\t' || text[len - 1] == ' ' ||
-	    text[len - 1] == '\t') {
-		*why = "secret begins or ends with a blank (a paste mistake?)";
+	if (!quoted && (text[0] == ' ' || text[0] == '\t' ||
+	    text[len - 1] == ' ' || text[len - 1] == '\t')) {
+		*why = "secret begins or ends with a blank: if the blank is the "
+		    "secret's, write the value in double quotes "
+		    "(secret = \" …\")";
 		return -1;
 	}
 	memcpy(out->key, text, len);
@@ -256,11 +260,12 @@ woo_entity(const char *t, char *out)
 }
 
 static int
-woo_secret(const char *text, struct scheme_secret *out, const char **why)
+woo_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	size_t i, o = 0, used;
 
-	if (raw_secret(text, out, why) == -1)
+	if (raw_secret(text, quoted, out, why) == -1)
 		return -1;
 	for (i = 0; text[i] != '\0'; i += used ? used : 1)
 		if ((used = woo_entity(text + i, (char *)&out->key[o])) == 0)
@@ -273,8 +278,15 @@ woo_secret(const char *text, struct scheme_secret *out, const char **why)
 }
 
 static int
-stripe_secret(const char *text, struct scheme_secret *out, const char **why)
+stripe_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
+	/* Standard Webhooks' entry label, copied with a whsec_ secret. */
+	if (strncmp(text, "v1,", 3) == 0) {
+		*why = "starts with v1, (a signature header's label, copied "
+		    "with the secret): drop the v1, and keep whsec_…";
+		return -1;
+	}
 	if (strncmp(text, "sk_", 3) == 0 || strncmp(text, "rk_", 3) == 0 ||
 	    strncmp(text, "pk_", 3) == 0) {
 		*why = "that is a Stripe API key; the webhook signing secret "
@@ -285,25 +297,29 @@ stripe_secret(const char *text, struct scheme_secret *out, const char **why)
 		*why = "a Stripe signing secret starts with whsec_";
 		return -1;
 	}
-	return raw_secret(text, out, why);
+	return raw_secret(text, quoted, out, why);
 }
 
 static int
-paddle_secret(const char *text, struct scheme_secret *out, const char **why)
+paddle_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	if (strncmp(text, "pdl_", 4) == 0 && strstr(text, "apikey") != NULL) {
 		*why = "that is a Paddle API key; the notification secret "
 		    "starts with pdl_ntfset_";
 		return -1;
 	}
-	return raw_secret(text, out, why);
+	return raw_secret(text, quoted, out, why);
 }
 
 static int
-discord_secret(const char *text, struct scheme_secret *out, const char **why)
+discord_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	size_t binlen;
 	const char *end;
+
+	(void)quoted;	/* hex digits: no blank is ever a key's */
 
 	if (strlen(text) != 2 * crypto_sign_ed25519_PUBLICKEYBYTES ||
 	    sodium_hex2bin(out->key, crypto_sign_ed25519_PUBLICKEYBYTES, text,
@@ -319,9 +335,12 @@ discord_secret(const char *text, struct scheme_secret *out, const char **why)
 }
 
 static int
-std_secret(const char *text, struct scheme_secret *out, const char **why)
+std_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	struct signature_key k;
+
+	(void)quoted;	/* base64: no blank is ever a key's */
 
 	if (signature_key_parse(text, &k, why) == -1)
 		return -1;
@@ -466,20 +485,35 @@ scheme_params_check(const struct scheme *s, const struct scheme_params *p,
 	return 0;
 }
 
-int
-scheme_secret_load(const struct scheme *s, const char *text,
+/* scheme_secret_load, scheme_secret_load_quoted. */
+static int
+secret_load(const struct scheme *s, const char *text, int quoted,
     struct scheme_secret *out, const char **why)
 {
 	unsigned char fp[8];
 
 	memset(out, 0, sizeof *out);
-	if (s->secret_load(text, out, why) == -1) {
+	if (s->secret_load(text, quoted, out, why) == -1) {
 		scheme_secret_wipe(out);
 		return -1;
 	}
 	crypto_generichash(fp, sizeof fp, out->key, out->len, NULL, 0);
 	sodium_bin2hex(out->fingerprint, sizeof out->fingerprint, fp, sizeof fp);
 	return 0;
+}
+
+int
+scheme_secret_load(const struct scheme *s, const char *text,
+    struct scheme_secret *out, const char **why)
+{
+	return secret_load(s, text, 0, out, why);
+}
+
+int
+scheme_secret_load_quoted(const struct scheme *s, const char *text,
+    struct scheme_secret *out, const char **why)
+{
+	return secret_load(s, text, 1, out, why);
 }
 
 void

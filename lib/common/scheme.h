@@ -176,9 +176,10 @@ struct scheme {
 	int64_t		 tolerance;	/* default; 0: no timestamp window */
 	/* Is this delivery of this scheme (its signature header present)? */
 	int		(*recognise)(const struct scheme_headers *h);
-	/* As scheme_secret_load, for this scheme's secrets. */
-	int		(*secret_load)(const char *text, struct scheme_secret *out,
-			    const char **why);
+	/* As scheme_secret_load (quoted 0) or scheme_secret_load_quoted
+	 * (1), for this scheme's secrets. */
+	int		(*secret_load)(const char *text, int quoted,
+			    struct scheme_secret *out, const char **why);
 	/* As scheme_verify, once the secrets are known to be this scheme's. */
 	void		(*verify)(const struct scheme_params *p,
 			    const struct scheme_secret *keys, size_t nkeys,
@@ -223,11 +224,22 @@ int	scheme_params_check(const struct scheme *s, const struct scheme_params *p,
  *   the others   the bytes as written (GitHub's may hold spaces and
  *                quotes; Slack's are hex text, used as text).
  * Any NUL-free text of 1..SCHEME_SECRET_MAX bytes is a secret there; a
- * leading or trailing space or tab is refused (a paste mistake, and the
- * config cannot say it).  Returns 0 and fills *out, or -1 with *why static
- * (never containing the secret) and *out wiped.
+ * leading or trailing space or tab is refused (a paste mistake: the
+ * message says to quote the value when the blank is the secret's).  A
+ * standard or stripe secret pasted with the signature header's label
+ * ("v1,whsec_…") is refused by name.  Returns 0 and fills *out, or -1
+ * with *why static (never containing the secret) and *out wiped.
  */
 int	scheme_secret_load(const struct scheme *s, const char *text,
+	    struct scheme_secret *out, const char **why)
+	    __attribute__((warn_unused_result));
+/*
+ * The same for the content of a quoted value (docs/DESIGN.md
+ * "Configuration", config_unquote): its leading and trailing blanks are
+ * the secret's (WooCommerce's wp_generate_password makes such secrets),
+ * so they are kept.
+ */
+int	scheme_secret_load_quoted(const struct scheme *s, const char *text,
 	    struct scheme_secret *out, const char **why)
 	    __attribute__((warn_unused_result));
 void	scheme_secret_wipe(struct scheme_secret *k);
