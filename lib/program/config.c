@@ -707,7 +707,9 @@ parse_text(const char *path, const char *text, size_t len,
 	}
 	/* Debian's inih takes its options at run time: exact values (no
 	 * inline comments, no continuation lines), a line buffer as large as
-	 * the largest file, every line read after an error. */
+	 * the largest file, every line read after an error.  Inline comments
+	 * on would cut a quoted secret at a ';' after a blank
+	 * (config_secret_unquote; test_config quoted_secret_byte_for_byte). */
 	ini_allow_multiline = 0;
 	ini_allow_inline_comments = 0;
 	ini_use_stack = 0;

@@ -7,9 +7,9 @@
  * sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
  * ';'); a `secret` may be written in double quotes, byte for byte
- * (config_secret_unquote).  Unknown keys are errors.  Every key, with its kind, default and
- * range, is one row of the table in program/config.c; field names carry their
- * unit (_s seconds, _ms milliseconds, _bytes).
+ * (config_secret_unquote).  Unknown keys are errors.  Every key, with its
+ * kind, default and range, is one row of the table in program/config.c;
+ * field names carry their unit (_s seconds, _ms milliseconds, _bytes).
  */
 #ifndef WEBHOOK_CONFIG_H
 #define WEBHOOK_CONFIG_H
