@@ -1,6 +1,7 @@
 """webhook-drain check (docs/DESIGN.md "The operator's tools"): each
 misconfiguration it claims to catch, one test each, on real files and, where
 a second user matters, as `nobody`."""
+import hashlib
 import os
 import re
 import shutil
@@ -144,6 +145,40 @@ class TestCheck(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertFinding(out, "WARN", "secret", "bits beyond the key's last "
                            "byte, which are ignored")
+
+    def test_quoted_secret_loads_byte_for_byte(self):
+        # A WooCommerce secret with a space at each end, '#' and ';' and
+        # quotes (wp_generate_password's alphabet), written in double
+        # quotes: check lists the source under the fingerprint of exactly
+        # those bytes (BLAKE2b-64 of the key), so nothing was cut.
+        woo = b' Kx7#p2; "q" '
+        with open(self.sb.conf, "a") as f:
+            f.write('[source woo]\nscheme = woocommerce\n'
+                    'secret = " Kx7#p2; \\"q\\" "\n')
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        fp = hashlib.blake2b(woo, digest_size=8).hexdigest()
+        self.assertFinding(out, "ok", "source", "woo: WooCommerce (scheme = "
+                           "woocommerce), 1 secret, first fingerprint " + fp)
+        # 13 bytes: shorter than 16, warned by source and fingerprint.
+        self.assertFinding(out, "WARN", "secret", "source woo: fingerprint "
+                           "%s: the key is 13 bytes, shorter than 16" % fp)
+        self.assertNotIn("Kx7", out)
+
+    def test_short_or_v1_pasted_secret(self):
+        self.conf(secret="whsec_AAAA")
+        rc, out = self.check()
+        self.assertEqual(rc, 0, out)
+        self.assertFinding(out, "WARN", "secret", "source default: "
+                           "fingerprint ")
+        self.assertFinding(out, "WARN", "secret", "the key is 3 bytes, "
+                           "shorter than 16")
+        self.conf(secret="v1," + SECRET_A)
+        rc, out = self.check()
+        self.assertEqual(rc, 2, out)
+        self.assertRegex(out, r"webhook\.conf:2: secret: starts with v1, .*"
+                         r"drop the v1,")
+        self.assertNotIn(SECRET_A[6:], out)
 
     def test_world_readable_config(self):
         os.chmod(self.sb.conf, 0o644)

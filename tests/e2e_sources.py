@@ -106,10 +106,14 @@ class Standard(Provider):
     def event(self, tag, ts):
         mid = "msg_std_%s" % tag
         body = event_body(mid, obj_id=3)
+        # Its clock is the body's createdAt, never the send time in
+        # webhook-timestamp; its object data.object + data.id, typed
+        # under the source's name (lib/store/event.c, as the default
+        # source's).
         return body, {"id": mid}, {"id": "std/" + mid, "pid": mid,
                                    "type": "client.updated",
-                                   "created_at": instant(unix=ts),
-                                   "object": None}
+                                   "created_at": "2026-11-30T10:00:00.000000000Z",
+                                   "object": "3", "object_type": "std/client"}
 
     def headers(self, body, ts, secret, ctx):
         return {"webhook-id": ctx["id"], "webhook-timestamp": str(ts),
@@ -593,9 +597,14 @@ class TestEveryScheme(SourcesBase):
                 h.update(q.headers(body, now, q.secret, ctx))
                 st, _, text = self.srv.post(h, body, path="/hook/" + p.name)
                 self.assertEqual((st, text), (400, b"bad request\n"), self.diag())
+                # The id the delivery claims, unverified: its own
+                # provider's id header, where that provider has one.
+                claimed = want["pid"] if q.scheme in (
+                    "standard", "github", "shopify", "woocommerce", "gitlab",
+                    "twilio") else "-"
                 line = ("refused 400 [source %s] webhook-id=%s: this looks like "
                         "%s's %s; this endpoint is %s: add a [source …] with "
-                        "scheme = %s" % (p.name, ctx.get("id", "-"), q.title,
+                        "scheme = %s" % (p.name, claimed, q.title,
                                          q.header, endpoint_title(p), q.scheme))
                 self.assertIn(line, self.srv.log())
         self.assertEqual(self.sb.count(), 0)

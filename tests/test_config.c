@@ -23,6 +23,10 @@
 #define MINIMAL		"database = /var/lib/webhook/inbox.db\n" \
 			"secret = " KAT_SECRET "\n"
 
+/* How a quoted value is written, as config.c's messages say it. */
+#define QUOTE_HOW	"(secret = \" a#b\\\"c \"; inside, \\\" is a quote " \
+			"and \\\\ a backslash)"
+
 /* The directory every test's files go in (made by main). */
 static char confdir[] = "/tmp/webhook-test-config-XXXXXX";
 
@@ -571,7 +575,8 @@ START_TEST(bad_secret_skipped_beside_a_good_one)
 	ck_assert_uint_eq(l.c.nsecrets, 2);
 	ck_assert(contains(l.c.secret_skipped, ":3: secret: not standard "));
 	ck_assert(contains(l.c.secret_skipped, "\n"));
-	ck_assert(contains(l.c.secret_skipped, ":4: secret: in quotes"));
+	/* Quoted, the value is its content: refused for what it is. */
+	ck_assert(contains(l.c.secret_skipped, ":4: secret: not standard "));
 	load_done(&l);
 
 	/* Every secret loads: nothing skipped. */
@@ -724,6 +729,117 @@ START_TEST(no_inline_comments)
 	ck_assert_int_eq(l.rc, -1);
 	ck_assert_msg(contains(err_text(&l), ":3: max_attempts: "), "%s",
 	    err_text(&l));
+	load_done(&l);
+}
+END_TEST
+
+/*
+ * A secret in double quotes is its content, byte for byte: blanks at its
+ * edges (inih drops those around the value, never inside the quotes),
+ * '#' and ';' (inline comments are off: a ';' after a blank inside the
+ * quotes reaches us), \" and \\.  Issue: a WooCommerce secret that
+ * began with a space could not be written, and answered 401 forever.
+ */
+START_TEST(quoted_secret_byte_for_byte)
+{
+	static const char woo[] = " Kx7#p2; \"q\" ";	/* 13 bytes */
+	const struct config_source *src;
+	struct load l;
+	char fp[SIGNATURE_FP_SIZE];
+
+	load(MINIMAL "[source woo]\nscheme = woocommerce\n"
+	    "secret = \" Kx7#p2; \\\"q\\\" \"\n"
+	    "secret =\t\"a ;b #c \\\\ \"  \r\n"
+	    "secret = \"It's\"\n"
+	    "[source gh]\nscheme = github\n"
+	    "secret = It's a Secret to Everybody\n", &l);
+	LOADED(&l);
+	src = config_source_find(&l.c, "woo");
+	ck_assert_ptr_nonnull(src);
+	ck_assert_uint_eq(src->nsecrets, 3);
+	ck_assert_uint_eq(src->secrets[0].len, sizeof woo - 1);
+	ck_assert_mem_eq(src->secrets[0].key, woo, sizeof woo - 1);
+	ck_assert_uint_eq(src->secrets[1].len, 10);
+	ck_assert_mem_eq(src->secrets[1].key, "a ;b #c \\ ", 10);
+	ck_assert_uint_eq(src->secrets[2].len, 4);
+	ck_assert_mem_eq(src->secrets[2].key, "It's", 4);
+	/* Unquoted values are as before. */
+	src = config_source_find(&l.c, "gh");
+	ck_assert_uint_eq(src->secrets[0].len, 26);
+	load_done(&l);
+
+	/* The top-level secret (the default source) may be quoted too:
+	 * the same key as unquoted. */
+	load(MINIMAL, &l);
+	LOADED(&l);
+	memcpy(fp, l.c.secrets[0].fingerprint, sizeof fp);
+	load_done(&l);
+	load("database = /srv/a.db\nsecret = \"" KAT_SECRET "\"\n", &l);
+	LOADED(&l);
+	ck_assert_uint_eq(l.c.nsecrets, 1);
+	ck_assert_str_eq(l.c.secrets[0].fingerprint, fp);
+	load_done(&l);
+}
+END_TEST
+
+/* A quote that does not make a quoted value is refused with how to write
+ * one; the top level and a section alike; never the value. */
+START_TEST(quoted_secret_malformed)
+{
+	static const struct {
+		const char	*value, *why;
+	} bad[] = {
+		{ "\"abc", "a quote left open: a quoted value ends with \" "
+		  QUOTE_HOW },
+		{ "\"abc\\\"", "a quote left open: a quoted value ends with "
+		  "\" " QUOTE_HOW },
+		{ "\"", "a quote left open: a quoted value ends with \" "
+		  QUOTE_HOW },
+		{ "\"a\\bc\"", "a backslash in quotes before another byte "
+		  "than \" or \\ " QUOTE_HOW },
+		{ "\"ab\"c\"", "bytes after the closing quote: a quote inside "
+		  "is written \\\" " QUOTE_HOW },
+		{ "\"ab\" # note", "bytes after the closing quote: a quote "
+		  "inside is written \\\" " QUOTE_HOW },
+	};
+	char text[512], want[320];
+	struct load l;
+	size_t i;
+
+	for (i = 0; i < NELEM(bad); i++) {
+		snprintf(text, sizeof text, "database = /srv/a.db\n"
+		    "secret = %s\n", bad[i].value);
+		load(text, &l);
+		snprintf(want, sizeof want, ":2: secret: %s", bad[i].why);
+		FAILED_WITH(&l, want);
+		load_done(&l);
+		snprintf(text, sizeof text, MINIMAL "[source a]\n"
+		    "scheme = hmac\nheader = X-Sig\nsecret = %s\n",
+		    bad[i].value);
+		load(text, &l);
+		snprintf(want, sizeof want, ":6: [source a]: secret: %s",
+		    bad[i].why);
+		FAILED_WITH(&l, want);
+		load_done(&l);
+	}
+	/* Content the default source cannot take is refused for what it
+	 * is; blanks inside the quotes of a whsec_ are named. */
+	load("database = /srv/a.db\nsecret = \" " KAT_SECRET "\"\n", &l);
+	FAILED_WITH(&l, ":2: secret: a blank in its quotes: a whsec_… or "
+	    "whpk_… secret has none");
+	load_done(&l);
+	load("database = /srv/a.db\nsecret = \"\"\n", &l);
+	FAILED_WITH(&l, ":2: secret: empty secret");
+	load_done(&l);
+	load("database = /srv/a.db\nsecret = '" KAT_SECRET "'\n", &l);
+	FAILED_WITH(&l, ":2: secret: in single quotes: values are written "
+	    "without them, or in double quotes (secret = whsec_...)");
+	load_done(&l);
+	/* The v1, of a webhook-signature entry pasted with the secret. */
+	load("database = /srv/a.db\nsecret = v1," KAT_SECRET "\n", &l);
+	FAILED_WITH(&l, ":2: secret: starts with v1, (the webhook-signature "
+	    "header's label, copied with the secret): drop the v1, and keep "
+	    "whsec_…");
 	load_done(&l);
 }
 END_TEST
@@ -978,9 +1094,22 @@ START_TEST(sources_refused)
 		  "go above the first section)" },
 		{ "[source a]\nscheme = github\nwhsec_abcdefgh = x\n",
 		  ":5: [source a]: unknown key" },
-		{ "[source a]\nscheme = github\nsecret = \"abc\"\n",
-		  ":5: [source a]: secret: in quotes: values are written "
-		  "without them" },
+		{ "[source a]\nscheme = github\nsecret = \"abc\n",
+		  ":5: [source a]: secret: a quote left open: a quoted value "
+		  "ends with \" " QUOTE_HOW },
+		{ "[source a]\nscheme = github\nsecret = 'abc'\n",
+		  ":5: [source a]: secret: in single quotes: drop them, or if "
+		  "they are the secret's, write it in double quotes "
+		  "(secret = \"'...'\")" },
+		{ "[source a]\nscheme = standard\nsecret = v1,whsec_"
+		  "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n",
+		  ":5: [source a]: secret: starts with v1, (the "
+		  "webhook-signature header's label, copied with the secret): "
+		  "drop the v1, and keep whsec_…" },
+		{ "[source a]\nscheme = stripe\nsecret = v1,whsec_abc\n",
+		  ":5: [source a]: secret: starts with v1, (a signature "
+		  "header's label, copied with the secret): drop the v1, and "
+		  "keep whsec_…" },
 		{ "[source a]\nscheme = hmac\nalgorithm = md5\n",
 		  ":5: [source a]: algorithm: not one of sha1 sha256 sha512" },
 		{ "[source a]\nscheme = slack\ntolerance = 2d\n",
@@ -1484,7 +1613,7 @@ END_TEST
 START_TEST(load_all_reports_every_error)
 {
 	static const char text[] = "tolerence = 5\n"
-	    "secret = \"" KAT_SECRET "\"\n"
+	    "secret = \"" KAT_SECRET "\n"
 	    "max_body = lots\n"
 	    "secret = whsec_REPLACE_WITH_YOUR_SECRET\n";
 	struct config c;
@@ -1501,8 +1630,8 @@ START_TEST(load_all_reports_every_error)
 	ck_assert_int_eq(config_load_all(path, &c, &err), -1);
 	snprintf(want, sizeof want,
 	    "%s:1: tolerence: unknown key (did you mean tolerance?)\n"
-	    "%s:2: secret: in quotes: values are written without them "
-	    "(secret = whsec_...)\n"
+	    "%s:2: secret: a quote left open: a quoted value ends with \" "
+	    QUOTE_HOW "\n"
 	    "%s:3: max_body: not a byte count between 1 and 67108864\n"
 	    "%s:4: secret: still the example's placeholder: paste the endpoint "
 	    "secret from the provider's dashboard\n"
@@ -1552,6 +1681,8 @@ config_suite(void)
 	tcase_add_test(tc, bad_secret_skipped_beside_a_good_one);
 	tcase_add_test(tc, required_keys);
 	tcase_add_test(tc, no_inline_comments);
+	tcase_add_test(tc, quoted_secret_byte_for_byte);
+	tcase_add_test(tc, quoted_secret_malformed);
 	tcase_add_test(tc, sections_refused);
 	tcase_add_test(tc, sources_loaded);
 	tcase_add_test(tc, sources_refused);

@@ -398,6 +398,39 @@ START_TEST(secrets_as_shown)
 }
 END_TEST
 
+/* A quoted value's content keeps its edge blanks (WooCommerce's
+ * wp_generate_password makes 1 in 50 so); unquoted, they stay a paste
+ * mistake whose message says to quote; the header's "v1," label pasted
+ * with a whsec_ secret is named. */
+START_TEST(secret_quoted_keeps_its_blanks)
+{
+	struct scheme_secret k;
+	const char *why = NULL;
+
+	ck_assert_int_eq(scheme_secret_load_quoted(scheme_find("woocommerce"),
+	    " Kx7#p2; \"q\" ", &k, &why), 0);
+	ck_assert_uint_eq(k.len, 13);
+	ck_assert_mem_eq(k.key, " Kx7#p2; \"q\" ", 13);
+	ck_assert_int_eq(scheme_secret_load_quoted(scheme_find("github"),
+	    "\tx ", &k, &why), 0);
+	ck_assert_uint_eq(k.len, 3);
+	/* Quoting is no licence for a form the scheme refuses. */
+	ck_assert_int_eq(scheme_secret_load_quoted(scheme_find("standard"),
+	    " whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &k, &why), -1);
+	ck_assert_int_eq(scheme_secret_load_quoted(scheme_find("github"), "",
+	    &k, &why), -1);
+	secret_refused("woocommerce", "x ", "write the value in double quotes");
+	secret_refused("standard", "v1,whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	    "starts with v1, (the webhook-signature header's label, copied "
+	    "with the secret): drop the v1,");
+	secret_refused("standard", "v1a,whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZ"
+	    "TInDBbOir4=", "drop the v1a,");
+	secret_refused("stripe", "v1,whsec_abc", "drop the v1, and keep "
+	    "whsec_");
+	scheme_secret_wipe(&k);
+}
+END_TEST
+
 START_TEST(secrets_refused)
 {
 	char big[SCHEME_SECRET_MAX + 2];
@@ -817,7 +850,7 @@ START_TEST(extract_defaults)
 		ck_assert_str_eq(f.id, "msg_1");
 		/* Standard Webhooks' type, time and object are its body's
 		 * (lib/store/event.c), never webhook-timestamp: the send
-		 * time orders nothing (docs/PROVIDER.md). */
+		 * time orders nothing (PROVIDER.md). */
 		ck_assert_str_eq(f.type, "");
 		ck_assert_str_eq(f.time, "");
 	}
@@ -908,6 +941,7 @@ scheme_suite(void)
 	tc = tcase_create("secrets");
 	tcase_add_test(tc, secrets_as_shown);
 	tcase_add_test(tc, secrets_refused);
+	tcase_add_test(tc, secret_quoted_keeps_its_blanks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("recognition");

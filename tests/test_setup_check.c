@@ -107,6 +107,42 @@ START_TEST(each_source_is_listed)
 }
 END_TEST
 
+/* A key shorter than 16 bytes is a warning, not a failure, named by
+ * source and fingerprint, never shown: the default source's whsec_AAAA
+ * (3 bytes) and a source's; a public key and long keys are not. */
+START_TEST(short_secret_warns)
+{
+	struct setup_counts n;
+	struct config c;
+	struct seen s;
+	char want[256];
+
+	check_config(tmpdir, "handler = /bin/true\nmax_body = 1048576\n"
+	    "secret = whsec_AAAA\n"
+	    "[source gh]\nscheme = github\nsecret = \"qzx7w  \"\n"
+	    "secret = It's a Secret to Everybody\n"
+	    "[source disc]\nscheme = discord\nsecret = "
+	    "197f6b23e16c8532c6abc838facd5ea789be0c76b2920334039bfa8b3d368d61\n",
+	    &c, confdir);
+	check(&c, NULL, &s, &n);
+	ck_assert_msg(n.fail == 0, "%s", s.lines.data);
+	ck_assert_int_eq(n.warn, 2);
+	snprintf(want, sizeof want, "WARN secret: source default: fingerprint "
+	    "%s: the key is 3 bytes, shorter than 16 — a cut paste? compare "
+	    "the line with the provider's dashboard\n",
+	    c.secrets[1].fingerprint);
+	ck_assert_msg(contains(s.lines.data, want), "%s", s.lines.data);
+	snprintf(want, sizeof want, "WARN secret: source gh: fingerprint %s: "
+	    "the key is 7 bytes, shorter than 16",
+	    c.sources[0].secrets[0].fingerprint);
+	ck_assert_msg(contains(s.lines.data, want), "%s", s.lines.data);
+	ck_assert(!contains(s.lines.data, "qzx7w"));
+	ck_assert(!contains(s.lines.data, "AAAA"));
+	buf_free(&s.lines);
+	config_free(&c);
+}
+END_TEST
+
 START_TEST(missing_handler_fails)
 {
 	struct setup_counts n;
@@ -308,6 +344,7 @@ suite(void)
 	tcase_add_test(tc, good_setup_has_no_failure);
 	tcase_add_test(tc, missing_handler_fails);
 	tcase_add_test(tc, each_source_is_listed);
+	tcase_add_test(tc, short_secret_warns);
 	tcase_add_test(tc, partial_config_checks_what_loaded);
 	tcase_add_test(tc, relative_handler_judged_beside_the_config);
 	tcase_add_test(tc, missing_script_fails);

@@ -197,8 +197,13 @@ START_TEST(keys_refused)
 	    "duration of 0 (no window) to 1d");
 	set_fails(s, &seen, "id", "X Delivery", "[source gh]: id: neither a "
 	    "header name nor a JSON pointer (\"/data/id\")");
-	set_fails(s, &seen, "secret", "\"" GH_SECRET "\"", "[source gh]: "
-	    "secret: in quotes: values are written without them");
+	set_fails(s, &seen, "secret", "\"" GH_SECRET, "[source gh]: "
+	    "secret: a quote left open: a quoted value ends with \" "
+	    "(secret = \" a#b\\\"c \"; inside, \\\" is a quote and \\\\ a "
+	    "backslash)");
+	set_fails(s, &seen, "secret", "'" GH_SECRET "'", "[source gh]: "
+	    "secret: in single quotes: drop them, or if they are the "
+	    "secret's, write it in double quotes (secret = \"'...'\")");
 	set_fails(s, &seen, "secret", "REPLACE_WITH_YOURS", "[source gh]: "
 	    "secret: still the example's placeholder");
 	ck_assert_int_eq(source_check(s, why), -1);
@@ -246,6 +251,54 @@ START_TEST(secret_never_in_why)
 }
 END_TEST
 
+/* A quoted secret is its content, byte for byte, whatever the scheme
+ * does with it next (WooCommerce decodes its entities); edge blanks are
+ * kept only when quoted. */
+START_TEST(secret_quoted)
+{
+	struct config c;
+	struct config_source *s;
+	unsigned seen = 0;
+	char why[SOURCE_WHY_MAX];
+
+	empty(&c);
+	ck_assert_int_eq(source_open(&c, "[source woo]", 1, why), 0);
+	s = &c.sources[0];
+	set_ok(s, &seen, "scheme", "woocommerce");
+	set_ok(s, &seen, "secret", "\" a&amp;b\\\\\\\"# \"");
+	ck_assert_uint_eq(s->secrets[0].len, 8);
+	ck_assert_mem_eq(s->secrets[0].key, " a&b\\\"# ", 8);
+	set_fails(s, &seen, "secret", "\"ab\\c\"", "[source woo]: secret: "
+	    "a backslash in quotes before another byte than \" or \\ "
+	    "(secret = \" a#b\\\"c \"; inside, \\\" is a quote and \\\\ a "
+	    "backslash)");
+	set_fails(s, &seen, "secret", "\"ab\"c", "[source woo]: secret: "
+	    "bytes after the closing quote: a quote inside is written \\\" "
+	    "(secret = \" a#b\\\"c \"; inside, \\\" is a quote and \\\\ a "
+	    "backslash)");
+	/* What inih hands over unquoted has no edge blank; one that did is
+	 * told to quote. */
+	set_fails(s, &seen, "secret", "ab ", "[source woo]: secret: secret "
+	    "begins or ends with a blank: if the blank is the secret's, write "
+	    "the value in double quotes (secret = \" …\")");
+	ck_assert_uint_eq(s->nsecrets, 1);
+	drop(&c);
+
+	/* A standard or stripe secret with the header's v1, before it. */
+	empty(&c);
+	seen = 0;
+	ck_assert_int_eq(source_open(&c, "[source st]", 1, why), 0);
+	s = &c.sources[0];
+	set_ok(s, &seen, "scheme", "stripe");
+	set_fails(s, &seen, "secret", "v1,whsec_abc", "[source st]: secret: "
+	    "starts with v1, (a signature header's label, copied with the "
+	    "secret): drop the v1, and keep whsec_…");
+	set_ok(s, &seen, "secret", "\"whsec_abc\"");
+	ck_assert_mem_eq(s->secrets[0].key, "whsec_abc", 9);
+	drop(&c);
+}
+END_TEST
+
 /* twilio needs the URL it signs. */
 START_TEST(twilio_needs_url)
 {
@@ -280,6 +333,7 @@ source_suite(void)
 	tcase_add_test(tc, hmac_keys);
 	tcase_add_test(tc, keys_refused);
 	tcase_add_test(tc, secret_never_in_why);
+	tcase_add_test(tc, secret_quoted);
 	tcase_add_test(tc, twilio_needs_url);
 	suite_add_tcase(s, tc);
 	return s;

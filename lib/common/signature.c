@@ -103,6 +103,16 @@ signature_key_parse(const char *text, struct signature_key *out,
 	long n;
 
 	memset(out, 0, sizeof *out);
+	/* The webhook-signature header's entry label, copied with the
+	 * secret from a delivery's headers: named, not "not base64". */
+	if (strncmp(text, "v1,", 3) == 0 || strncmp(text, "v1a,", 4) == 0) {
+		*why = text[2] == ',' ? "starts with v1, (the "
+		    "webhook-signature header's label, copied with the "
+		    "secret): drop the v1, and keep whsec_…" : "starts with "
+		    "v1a, (the webhook-signature header's label, copied with "
+		    "the secret): drop the v1a, and keep whpk_…";
+		return -1;
+	}
 	if (strncmp(text, "whpk_", 5) == 0) {
 		text += 5;
 		out->kind = SIGNATURE_ED25519;

@@ -56,7 +56,8 @@ struct signature_key {
  * the reference libraries ignore them (Python's base64.b64decode, the JS
  * standardwebhooks and svix): "…LaLaS" loads as "…LaLaQ" does, and
  * out->spare_bits says so.  Signature entries stay strict
- * (signature_verify).
+ * (signature_verify).  A text that starts with an entry's label, "v1,"
+ * or "v1a," (copied from a webhook-signature header), is refused by name.
  * Returns 0 and fills *out, or -1 with *why set to a static reason that
  * never contains the value.
  */

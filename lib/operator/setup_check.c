@@ -19,6 +19,12 @@
 #include "lib/common/signature.h"
 #include "lib/common/util.h"
 
+/* A MAC key shorter than this many bytes is warned about: below 128 bits
+ * it is guessable, and the providers' own are longer (Standard Webhooks'
+ * 24 to 64, Stripe's whsec_ text 38, WooCommerce's 50): most likely a cut
+ * paste ("whsec_AAAA" decodes to 3 bytes). */
+#define SECRET_SHORT	16
+
 /* Shell syntax after which a command's words are no longer plain. */
 #define SHELLISH	"'\"$`\\(){};|&<>"
 
@@ -114,6 +120,20 @@ setup_executable(const char *prog, char *found, size_t foundsz)
 	return ok;
 }
 
+/* A loaded MAC key of `len` bytes (a public key has its fixed length):
+ * warn when it is short, naming the source and the fingerprint, never
+ * the key. */
+static void
+check_key_length(struct check *k, const char *source, const char *fp,
+    size_t len)
+{
+	if (len < SECRET_SHORT)
+		finding(k, SETUP_WARN, "secret", "source %s: fingerprint %s: "
+		    "the key is %zu byte%s, shorter than %d — a cut paste? "
+		    "compare the line with the provider's dashboard", source,
+		    fp, len, len == 1 ? "" : "s", SECRET_SHORT);
+}
+
 /* The file itself: loads (we were given it loaded), its mode, the secrets,
  * max_body, and where it sits against the document root. */
 static void
@@ -151,6 +171,9 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 			    "which are ignored (as the reference libraries do); no "
 			    "encoder writes that — compare the line's end with "
 			    "the provider's dashboard", c->secrets[i].fingerprint);
+		if (c->secrets[i].kind == SIGNATURE_HMAC_SHA256)
+			check_key_length(k, "default", c->secrets[i].fingerprint,
+			    c->secrets[i].keylen);
 	}
 	/* A line that could not load while others did (lib/program/config.h):
 	 * the receiver goes on with the others; a failure all the same. */
@@ -166,6 +189,7 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 	 * "/NAME" (docs/providers.md); check --url sends each a test. */
 	for (i = 0; i < c->nsources; i++) {
 		const struct config_source *src = &c->sources[i];
+		size_t j;
 
 		if (src->scheme == NULL)
 			continue;	/* a config error, said above */
@@ -175,6 +199,11 @@ check_config(struct check *k, const struct config *c, const char *docroot,
 		    src->scheme->name, src->nsecrets, src->nsecrets == 1 ? "" :
 		    "s", src->nsecrets ? src->secrets[0].fingerprint : "none",
 		    src->name);
+		for (j = 0; j < src->nsecrets; j++)
+			if (!src->secrets[j].ed25519)
+				check_key_length(k, src->name,
+				    src->secrets[j].fingerprint,
+				    src->secrets[j].len);
 	}
 	if (c->max_body_bytes < 270000)
 		finding(k, SETUP_WARN, "max_body", "%lld bytes: the provider's "

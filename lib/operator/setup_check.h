@@ -34,7 +34,8 @@ struct setup_counts {
 };
 
 /*
- * Check c: the config file's mode, its secrets, max_body, the document
+ * Check c: the config file's mode, its secrets (a MAC key shorter than 16
+ * bytes is warned about, by source and fingerprint), max_body, the document
  * root (docroot; NULL: not checked), the database's directory, that the
  * inbox opens and this user can write it and its WAL-sync page, the
  * handler's program and script, and the API's token and CA bundle.

@@ -335,39 +335,91 @@ wrong_prefix(const char *v)
 	return n >= 2 && n <= 6 && v[n] == '_';
 }
 
-/* K_SECRET: one whsec_… or whpk_…, never shown in a message.  A value
- * that cannot load fails softly (struct parse): the config still loads
- * when another secret does (lib/program/config.h). */
+/* The messages of a quoted value that is not one: each says how to
+ * write it. */
+#define QUOTE_HOW	"(secret = \" a#b\\\"c \"; inside, \\\" is a quote " \
+			"and \\\\ a backslash)"
+
+int
+config_secret_unquote(const char *v, char *out, size_t outsz,
+    const char **why)
+{
+	size_t o = 0;
+
+	if (*v != '"')
+		return 0;
+	for (v++; *v != '"'; v++) {
+		if (*v == '\0' || (*v == '\\' && v[1] == '\0')) {
+			*why = "a quote left open: a quoted value ends with \" "
+			    QUOTE_HOW;
+			return -1;
+		}
+		if (*v == '\\' && v[1] != '"' && v[1] != '\\') {
+			*why = "a backslash in quotes before another byte than "
+			    "\" or \\ " QUOTE_HOW;
+			return -1;
+		}
+		if (*v == '\\')
+			v++;
+		if (o + 1 >= outsz) {
+			*why = "longer than the longest secret (256 bytes) in "
+			    "its quotes";
+			return -1;
+		}
+		out[o++] = *v;
+	}
+	if (v[1] != '\0') {
+		*why = "bytes after the closing quote: a quote inside is "
+		    "written \\\" " QUOTE_HOW;
+		return -1;
+	}
+	out[o] = '\0';
+	return 1;
+}
+
+/* K_SECRET: one whsec_… or whpk_…, quoted or not, never shown in a
+ * message.  A value that cannot load fails softly (struct parse): the
+ * config still loads when another secret does (lib/program/config.h). */
 static int
 add_secret(struct parse *p, const struct key *k, const char *v)
 {
 	struct signature_key *list = FIELD(p->c, k);
 	size_t *n = COUNT(p->c, k);
-	const char *why;
-	int rc = 0;
+	char q[SCHEME_SECRET_MAX + 2];
+	const char *why, *text = v;
+	int rc = 0, quoted;
 
 	if (*n == (size_t)k->max)
 		return fail(p, k->name, "more than %lld %s", (long long)k->max,
 		    k->text);
 	p->soft = 1;
-	if (strpbrk(v, " \t") != NULL)
-		rc = fail(p, k->name, "contains a space: a comment must be "
-		    "on a line of its own");
-	/* The two commonest pastes get their name, not "not base64". */
-	else if (*v == '"' || *v == '\'')
-		rc = fail(p, k->name, "in quotes: values are written without "
-		    "them (secret = whsec_...)");
-	else if (strstr(v, "REPLACE_WITH") != NULL)
+	if ((quoted = config_secret_unquote(v, q, sizeof q, &why)) == -1) {
+		rc = fail(p, k->name, "%s", why);
+		goto out;
+	}
+	if (quoted)
+		text = q;
+	if (strpbrk(text, " \t") != NULL)
+		rc = fail(p, k->name, quoted ? "a blank in its quotes: a "
+		    "whsec_… or whpk_… secret has none" : "contains a space: a "
+		    "comment must be on a line of its own");
+	/* The commonest pastes get their name, not "not base64". */
+	else if (*text == '\'')
+		rc = fail(p, k->name, "in single quotes: values are written "
+		    "without them, or in double quotes (secret = whsec_...)");
+	else if (strstr(text, "REPLACE_WITH") != NULL)
 		rc = fail(p, k->name, "still the example's placeholder: paste "
 		    "the endpoint secret from the provider's dashboard");
-	else if (wrong_prefix(v))
+	else if (wrong_prefix(text))
 		rc = fail(p, k->name, "its prefix is not whsec_ (nor whpk_ for "
 		    "a public key): a typo? paste the secret as the dashboard "
 		    "shows it");
-	else if (signature_key_parse(v, &list[*n], &why) == -1)
+	else if (signature_key_parse(text, &list[*n], &why) == -1)
 		rc = fail(p, k->name, "%s", why);
 	else
 		(*n)++;
+out:
+	sodium_memzero(q, sizeof q);
 	p->soft = 0;
 	return rc;
 }
@@ -683,7 +735,9 @@ parse_text(const char *path, const char *text, size_t len,
 	}
 	/* Debian's inih takes its options at run time: exact values (no
 	 * inline comments, no continuation lines), a line buffer as large as
-	 * the largest file, every line read after an error. */
+	 * the largest file, every line read after an error.  Inline comments
+	 * on would cut a quoted secret at a ';' after a blank
+	 * (config_secret_unquote; test_config quoted_secret_byte_for_byte). */
 	ini_allow_multiline = 0;
 	ini_allow_inline_comments = 0;
 	ini_use_stack = 0;

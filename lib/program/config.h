@@ -6,9 +6,10 @@
  * its own signature scheme and secrets (docs/providers.md), no other
  * sections.  Values
  * are taken exactly (no inline comments: a handler command may contain
- * ';').  Unknown keys are errors.  Every key, with its kind, default and
- * range, is one row of the table in program/config.c; field names carry their
- * unit (_s seconds, _ms milliseconds, _bytes).
+ * ';'); a `secret` may be written in double quotes, byte for byte
+ * (config_secret_unquote).  Unknown keys are errors.  Every key, with its
+ * kind, default and range, is one row of the table in program/config.c;
+ * field names carry their unit (_s seconds, _ms milliseconds, _bytes).
  */
 #ifndef WEBHOOK_CONFIG_H
 #define WEBHOOK_CONFIG_H
@@ -173,6 +174,22 @@ int	config_load_text(const char *path, const char *text, size_t len,
  * whatever the result. */
 int	config_load_all(const char *path, struct config *c, struct buf *err)
 	    __attribute__((warn_unused_result));
+
+/*
+ * A `secret` value as inih hands it over (docs/DESIGN.md "Configuration"):
+ * one that starts with '"' is a quoted string, which ends at its closing
+ * '"', the value's last byte; inside, \" is a quote and \\ a backslash,
+ * every other byte is itself (blanks, '#', ';', '\'').  inih has dropped
+ * the blanks around the whole value, never those inside the quotes (no
+ * inline comments: parse_text's options).  Returns 0 when v is not quoted
+ * (out untouched); 1 with the content in out, NUL-terminated, at most
+ * outsz - 1 bytes; or -1 with *why static, saying how to write one (a
+ * quote left open, a backslash before another byte, bytes after the
+ * closing quote, longer than outsz - 1).  Neither v nor the content is
+ * ever in *why; the caller wipes out (a secret).
+ */
+int	config_secret_unquote(const char *v, char *out, size_t outsz,
+	    const char **why) __attribute__((warn_unused_result));
 
 /* Release everything, wiping secrets.  Accepts a zeroed or freed config. */
 void	config_free(struct config *c);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "lib/program/source.h"
 #include "lib/store/inbox.h"
 
@@ -103,29 +105,50 @@ set_string(const struct config_source *src, const char **field, const char *v,
 	return 0;
 }
 
-/* secret: taken exactly as written (GitHub's may hold spaces and quotes);
- * only the commonest pastes are named. */
+/* secret: taken exactly as written (GitHub's may hold spaces and quotes),
+ * or byte for byte in double quotes (config_secret_unquote: WooCommerce's
+ * may begin or end with a space, or hold '#' and ';'); only the
+ * commonest pastes are named. */
 static int
 add_secret(struct config_source *src, const char *v, char *why)
 {
+	struct scheme_secret *to = &src->secrets[src->nsecrets];
 	size_t vl = strlen(v);
-	const char *lib_why;
+	char q[SCHEME_SECRET_MAX + 2];
+	const char *lib_why, *text = v;
+	int quoted, rc = -1;
 
 	if (src->nsecrets == SCHEME_SECRETS_MAX)
 		return refuse(why, "[source %s]: secret: more than %d",
 		    src->name, SCHEME_SECRETS_MAX);
-	if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0])
-		return refuse(why, "[source %s]: secret: in quotes: values "
-		    "are written without them", src->name);
-	if (strstr(v, "REPLACE_WITH") != NULL)
-		return refuse(why, "[source %s]: secret: still the example's "
+	if ((quoted = config_secret_unquote(v, q, sizeof q, &lib_why)) == -1) {
+		(void)refuse(why, "[source %s]: secret: %s", src->name, lib_why);
+		goto out;
+	}
+	if (quoted)
+		text = q;
+	else if (vl >= 2 && v[0] == '\'' && v[vl - 1] == '\'') {
+		(void)refuse(why, "[source %s]: secret: in single quotes: "
+		    "drop them, or if they are the secret's, write it in "
+		    "double quotes (secret = \"'...'\")", src->name);
+		goto out;
+	}
+	if (strstr(text, "REPLACE_WITH") != NULL) {
+		(void)refuse(why, "[source %s]: secret: still the example's "
 		    "placeholder", src->name);
-	if (scheme_secret_load(src->scheme, v, &src->secrets[src->nsecrets],
-	    &lib_why) == -1)
-		return refuse(why, "[source %s]: secret: %s", src->name,
+		goto out;
+	}
+	if ((quoted ? scheme_secret_load_quoted : scheme_secret_load)(
+	    src->scheme, text, to, &lib_why) == -1) {
+		(void)refuse(why, "[source %s]: secret: %s", src->name,
 		    lib_why);
+		goto out;
+	}
 	src->nsecrets++;
-	return 0;
+	rc = 0;
+out:
+	sodium_memzero(q, sizeof q);
+	return rc;
 }
 
 /* id, type, time, object, object_type: a header name (a token, RFC

@@ -461,6 +461,8 @@ verify(struct receive *rv, struct attempt *a)
 		    src->scheme, a->res.looks_like, line,
 		    sizeof line));
 		a->why = a->whybuf;
+		/* The id the delivery claims is its own provider's. */
+		a->id = scheme_claimed_id(a->res.looks_like, NULL, &h);
 		return 400;
 	case SCHEME_MISSING:
 		return 400;

@@ -327,7 +327,8 @@ scheme_check_time(const char *ts, size_t len, int64_t now, int64_t tolerance,
 /* ---- secrets ---- */
 
 int
-scheme_raw_secret(const char *text, struct scheme_secret *out, const char **why)
+scheme_raw_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	size_t len = strlen(text);
 
@@ -339,9 +340,11 @@ scheme_raw_secret(const char *text, struct scheme_secret *out, const char **why)
 		*why = "secret longer than 256 bytes";
 		return -1;
 	}
-	if (text[0] == ' ' || text[0] == '\t' || text[len - 1] == ' ' ||
-	    text[len - 1] == '\t') {
-		*why = "secret begins or ends with a blank (a paste mistake?)";
+	if (!quoted && (text[0] == ' ' || text[0] == '\t' ||
+	    text[len - 1] == ' ' || text[len - 1] == '\t')) {
+		*why = "secret begins or ends with a blank: if the blank is the "
+		    "secret's, write the value in double quotes "
+		    "(secret = \" …\")";
 		return -1;
 	}
 	memcpy(out->key, text, len);

@@ -1,5 +1,5 @@
 /*
- * mac: what every provider's file (lib/scheme/PROVIDER.c) shares below
+ * mac: what every provider's file in lib/scheme/ shares below
  * the table — reading headers and "k=v" lists, computing and comparing
  * MACs, checking a signed timestamp, setting a verdict, and writing a
  * signed header.  PRIVATE: include it only from lib/scheme/ and
@@ -116,9 +116,10 @@ int	scheme_check_time(const char *ts, size_t len, int64_t now,
 
 /* ---- secrets ---- */
 
-/* The bytes as written: 1..SCHEME_SECRET_MAX, no edge blanks. */
-int	scheme_raw_secret(const char *text, struct scheme_secret *out,
-	    const char **why);
+/* The bytes as written: 1..SCHEME_SECRET_MAX; no edge blanks unless the
+ * value was quoted (scheme_secret_load_quoted). */
+int	scheme_raw_secret(const char *text, int quoted,
+	    struct scheme_secret *out, const char **why);
 
 /* ---- signing ---- */
 

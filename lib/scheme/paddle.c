@@ -25,14 +25,15 @@ paddle_recognise(const struct scheme_headers *h)
 }
 
 static int
-paddle_secret(const char *text, struct scheme_secret *out, const char **why)
+paddle_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	if (strncmp(text, "pdl_", 4) == 0 && strstr(text, "apikey") != NULL) {
 		*why = "that is a Paddle API key; the notification secret "
 		    "starts with pdl_ntfset_";
 		return -1;
 	}
-	return scheme_raw_secret(text, out, why);
+	return scheme_raw_secret(text, quoted, out, why);
 }
 
 static void

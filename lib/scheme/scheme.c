@@ -85,20 +85,35 @@ scheme_params_check(const struct scheme *s, const struct scheme_params *p,
 
 /* ---- secrets ---- */
 
-int
-scheme_secret_load(const struct scheme *s, const char *text,
+/* scheme_secret_load, scheme_secret_load_quoted. */
+static int
+secret_load(const struct scheme *s, const char *text, int quoted,
     struct scheme_secret *out, const char **why)
 {
 	unsigned char fp[8];
 
 	memset(out, 0, sizeof *out);
-	if (s->secret_load(text, out, why) == -1) {
+	if (s->secret_load(text, quoted, out, why) == -1) {
 		scheme_secret_wipe(out);
 		return -1;
 	}
 	crypto_generichash(fp, sizeof fp, out->key, out->len, NULL, 0);
 	sodium_bin2hex(out->fingerprint, sizeof out->fingerprint, fp, sizeof fp);
 	return 0;
+}
+
+int
+scheme_secret_load(const struct scheme *s, const char *text,
+    struct scheme_secret *out, const char **why)
+{
+	return secret_load(s, text, 0, out, why);
+}
+
+int
+scheme_secret_load_quoted(const struct scheme *s, const char *text,
+    struct scheme_secret *out, const char **why)
+{
+	return secret_load(s, text, 1, out, why);
 }
 
 void

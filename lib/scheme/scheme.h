@@ -1,6 +1,6 @@
 /*
  * scheme: the providers a shop or a developer gets webhooks from
- * (docs/providers.md), one file each (lib/scheme/PROVIDER.c), reached
+ * (docs/providers.md), one file each in lib/scheme/, reached
  * through one table of operations filled with designated initialisers,
  * as lib/store/engine.h is for the store's engines and curl's
  * Curl_handler for its protocols.  A provider's file holds all it knows:
@@ -167,13 +167,24 @@ int	scheme_params_check(const struct scheme *s, const struct scheme_params *p,
  * Take one configured secret exactly as the provider's dashboard shows it
  * (docs/providers.md "Secrets"), in the form its provider's file reads:
  * Stripe's whole whsec_… text is the key, Standard Webhooks' whsec_ +
- * base64 is decoded, an API key pasted instead is refused by name.  Any
- * NUL-free text of 1..SCHEME_SECRET_MAX bytes is a secret there; a
- * leading or trailing space or tab is refused (a paste mistake, and the
- * config cannot say it).  Returns 0 and fills *out, or -1 with *why static
- * (never containing the secret) and *out wiped.
+ * base64 is decoded, an API key pasted instead is refused by name, and so
+ * is a standard or stripe secret pasted with the signature header's label
+ * ("v1,whsec_…").  Any NUL-free text of 1..SCHEME_SECRET_MAX bytes is a
+ * secret there; a leading or trailing space or tab is refused (a paste
+ * mistake: the message says to quote the value when the blank is the
+ * secret's).  Returns 0 and fills *out, or -1 with *why static (never
+ * containing the secret) and *out wiped.
  */
 int	scheme_secret_load(const struct scheme *s, const char *text,
+	    struct scheme_secret *out, const char **why)
+	    __attribute__((warn_unused_result));
+/*
+ * The same for the content of a quoted value (docs/DESIGN.md
+ * "Configuration", config_unquote): its leading and trailing blanks are
+ * the secret's (WooCommerce's wp_generate_password makes such secrets),
+ * so they are kept.
+ */
+int	scheme_secret_load_quoted(const struct scheme *s, const char *text,
 	    struct scheme_secret *out, const char **why)
 	    __attribute__((warn_unused_result));
 void	scheme_secret_wipe(struct scheme_secret *k);
@@ -415,7 +426,7 @@ void	scheme_signed_wipe(struct scheme_signed *out);
 /* ---- one provider: its row of the table ---- */
 
 /*
- * What a provider's file (lib/scheme/PROVIDER.c) fills in, with
+ * What a provider's file in lib/scheme/ fills in, with
  * designated initialisers; lib/scheme/scheme.c's list names each once.
  * NULL members take the behaviour their comment gives; the rest are
  * required (tests/test_scheme.c checks every row).
@@ -453,9 +464,10 @@ struct scheme {
 	 * svix-*, Shopify's without X-); NULL: as named. */
 	const char	*(*header)(const struct scheme_headers *h,
 			    const char *name);
-	/* As scheme_secret_load, for this provider's secrets. */
-	int		(*secret_load)(const char *text, struct scheme_secret *out,
-			    const char **why);
+	/* As scheme_secret_load (quoted 0) or scheme_secret_load_quoted
+	 * (1), for this provider's secrets. */
+	int		(*secret_load)(const char *text, int quoted,
+			    struct scheme_secret *out, const char **why);
 	/* What this provider needs of a section beyond the common keys
 	 * (Twilio's url, hmac's header), as scheme_params_check; NULL:
 	 * nothing. */

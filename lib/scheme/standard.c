@@ -1,7 +1,7 @@
 /*
  * standard: Standard Webhooks (standardwebhooks.com, spec 1.0.0), which
  * Svix-run senders send under svix-* names, and the seeds' provider
- * (docs/PROVIDER.md) — the default source's provider.
+ * (PROVIDER.md) — the default source's provider.
  *
  * webhook-id names the event, the same on every attempt, and is signed
  * (id.timestamp.body); webhook-timestamp is the attempt's send time, never
@@ -55,10 +55,12 @@ std_recognise(const struct scheme_headers *h)
 }
 
 static int
-std_secret(const char *text, struct scheme_secret *out, const char **why)
+std_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	struct signature_key k;
 
+	(void)quoted;	/* base64: no blank is ever a key's */
 	if (signature_key_parse(text, &k, why) == -1)
 		return -1;
 	memcpy(out->key, k.key, k.keylen);
@@ -179,7 +181,7 @@ std_sign(const struct scheme_params *p, const struct scheme_secret *key,
 	return 0;
 }
 
-/* The seeds' provider's outbound event (docs/PROVIDER.md "A delivery"). */
+/* The seeds' provider's outbound event (PROVIDER.md "A delivery"). */
 static int
 std_sample_body(const char *id, int64_t now, int64_t size, struct buf *body)
 {

@@ -23,8 +23,15 @@ stripe_recognise(const struct scheme_headers *h)
 }
 
 static int
-stripe_secret(const char *text, struct scheme_secret *out, const char **why)
+stripe_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
+	/* Standard Webhooks' entry label, copied with a whsec_ secret. */
+	if (strncmp(text, "v1,", 3) == 0) {
+		*why = "starts with v1, (a signature header's label, copied "
+		    "with the secret): drop the v1, and keep whsec_…";
+		return -1;
+	}
 	if (strncmp(text, "sk_", 3) == 0 || strncmp(text, "rk_", 3) == 0 ||
 	    strncmp(text, "pk_", 3) == 0) {
 		*why = "that is a Stripe API key; the webhook signing secret "
@@ -35,7 +42,7 @@ stripe_secret(const char *text, struct scheme_secret *out, const char **why)
 		*why = "a Stripe signing secret starts with whsec_";
 		return -1;
 	}
-	return scheme_raw_secret(text, out, why);
+	return scheme_raw_secret(text, quoted, out, why);
 }
 
 static void

@@ -74,11 +74,12 @@ woo_entity(const char *t, char *out)
 }
 
 static int
-woo_secret(const char *text, struct scheme_secret *out, const char **why)
+woo_secret(const char *text, int quoted, struct scheme_secret *out,
+    const char **why)
 {
 	size_t i, o = 0, used;
 
-	if (scheme_raw_secret(text, out, why) == -1)
+	if (scheme_raw_secret(text, quoted, out, why) == -1)
 		return -1;
 	for (i = 0; text[i] != '\0'; i += used ? used : 1)
 		if ((used = woo_entity(text + i, (char *)&out->key[o])) == 0)
