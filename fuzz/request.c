@@ -20,7 +20,8 @@
  *   503), never an unsigned 200 (no key forges an HMAC);
  * - every 200 names a row that is in the inbox, read back through a
  *   connection of our own: "stored" with exactly the body sent (a
- *   source's under hk/ID, or hk/sha256:DIGEST when X-Id is empty);
+ *   source's under hk/ID~TAG (TAG: 16 hex of the body's SHA-256, as
+ *   X-Id is unsigned), or hk/sha256:DIGEST when X-Id is empty);
  * - a well-formed signed POST (id of 1-256 bytes without control bytes,
  *   body within max_body, CONTENT_LENGTH right or absent) gets its 200
  *   (a duplicate's too).
@@ -209,11 +210,15 @@ hk_key(const char *id, const char *body, size_t blen, char *out, size_t outsz)
 	unsigned char sum[crypto_hash_sha256_BYTES];
 	char hex[2 * sizeof sum + 1];
 
+	crypto_hash_sha256(sum, (const unsigned char *)body, blen);
 	if (*id != '\0') {
-		snprintf(out, outsz, "hk/%s", id);
+		/* X-Id is a header no signature covers: the id and the
+		 * first 8 bytes of the body's digest (docs/providers.md
+		 * "Ids"). */
+		sodium_bin2hex(hex, sizeof hex, sum, 8);
+		snprintf(out, outsz, "hk/%s~%s", id, hex);
 		return;
 	}
-	crypto_hash_sha256(sum, (const unsigned char *)body, blen);
 	sodium_bin2hex(hex, sizeof hex, sum, sizeof sum);
 	snprintf(out, outsz, "hk/sha256:%s", hex);
 }

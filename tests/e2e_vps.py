@@ -287,7 +287,7 @@ class TestManPages(unittest.TestCase):
             sc = f.read()
         sources = sc[sc.index("source_keys[] = {"):]
         sources = sources[:sources.index("\n};")]
-        skeys = set(re.findall(r'\{ "([a-z_]+)", SCHEME_', sources))
+        skeys = set(re.findall(r'\{ "([a-z_]+)", (?:NULL|"[a-z]+") \}', sources))
         self.assertGreaterEqual(len(skeys), 10)
         keys |= skeys
         src = self.source("webhook.conf")

@@ -544,6 +544,13 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	a.content_length = -1;
 	a.hs.r = r;
 	a.hs.joined = &rv->joined;
+	/* Until the URL names a source, a refusal names the id a default
+	 * source's delivery claims (webhook-id, svix-id). */
+	{
+		const struct scheme_headers h = headers_of(&a);
+
+		a.id = scheme_claimed_id(scheme_find("standard"), NULL, &h);
+	}
 	for (i = 0; status == 0 && i < sizeof steps / sizeof steps[0]; i++)
 		status = steps[i](rv, &a);
 	if (status == 200)
