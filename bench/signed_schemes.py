@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from signed import new_tag, raw_request  # noqa: E402
 
 SCHEMES = ("stripe", "github", "shopify", "woocommerce", "slack", "paddle",
-           "discord", "gitlab", "twilio", "hmac")
+           "discord", "gitlab", "twilio", "mercadopago", "hmac")
 FILLER = "lorem ipsum dolor sit amet "
 
 
@@ -94,6 +94,8 @@ def make_keys():
         "gitlab": rtext(r, 32),
         # Twilio: the Auth Token.
         "twilio": secrets.token_hex(16),
+        # Mercado Pago: the application's secret signature.
+        "mercadopago": secrets.token_hex(32),
         "hmac": rtext(r, 48),
     }
 
@@ -343,6 +345,25 @@ def d_hmac(k, uid, now, size, rnd):
             body)
 
 
+def d_mercadopago(k, uid, now, size, rnd):
+    """Mercado Pago's notice: the payment in the query (data.id, type),
+    the manifest id:data.id;request-id:x-request-id;ts:ts; signed, the
+    body not.  Returns the query to add to the path as well."""
+    ts = int(now)
+    pid = str(rnd.randrange(10**10, 10**11))
+    rid = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+    obj = {"action": "payment.updated", "api_version": "v1",
+           "data": {"id": pid}, "date_created": iso(now, ms=False),
+           "id": int(uid[-9:]) + 10**11, "live_mode": False,
+           "type": "payment", "user_id": "44444", "note": ""}
+    body = pad_json(obj, ("note",), size)
+    manifest = "id:%s;request-id:%s;ts:%d;" % (pid, rid, ts)
+    return ({"Content-Type": "application/json", "x-request-id": rid,
+             "x-signature": "ts=%d,v1=%s" % (ts, hexmac(k["mercadopago"],
+                                                       manifest.encode()))},
+            body, "data.id=%s&type=payment" % pid)
+
+
 MAKERS = {"stripe": d_stripe, "github": d_github, "shopify": d_shopify,
           "woocommerce": d_woocommerce, "slack": d_slack, "paddle": d_paddle,
           "discord": d_discord, "gitlab": d_gitlab, "twilio": d_twilio,
@@ -350,8 +371,13 @@ MAKERS = {"stripe": d_stripe, "github": d_github, "shopify": d_shopify,
 
 
 def delivery(keys, scheme, host, path, uid, now, size, rnd, keepalive=True):
+    """The headers, the body and the path (with the query a provider puts
+    there: Mercado Pago's) of one delivery."""
     if scheme == "twilio":
         h, body = d_twilio(keys, uid, now, size, rnd, "http://%s%s" % (host, path))
+    elif scheme == "mercadopago":
+        h, body, query = d_mercadopago(keys, uid, now, size, rnd)
+        path = "%s?%s" % (path, query)
     else:
         h, body = MAKERS[scheme](keys, uid, now, size, rnd)
     headers = {"Host": host}
@@ -359,7 +385,7 @@ def delivery(keys, scheme, host, path, uid, now, size, rnd, keepalive=True):
     headers["Content-Length"] = str(len(body))
     if not keepalive:
         headers["Connection"] = "close"
-    return headers, body
+    return headers, body, path
 
 
 def load_keys(path):
@@ -378,9 +404,9 @@ def gen(a):
         with open("%s.%d" % (a.out, t), "wb", buffering=1 << 20) as f:
             for i in range(per[t]):
                 uid = "%s%02d%09d" % (tag, t, i)
-                h, body = delivery(keys, a.scheme, a.host, a.path, uid, now,
-                                   a.body_size, rnd)
-                req = raw_request(a.path, h, body)
+                h, body, path = delivery(keys, a.scheme, a.host, a.path, uid,
+                                         now, a.body_size, rnd)
+                req = raw_request(path, h, body)
                 f.write(b"%d\n" % len(req))
                 f.write(req)
     print("generated %d %s requests (%s) tag=%s timestamp=%d"
@@ -394,10 +420,11 @@ def post(a):
     bad = 0
     hostname, port = a.host.rsplit(":", 1)
     for i in range(a.count):
-        h, body = delivery(keys, a.scheme, a.host, a.path, "%s%09d" % (tag, i),
-                           time.time(), a.body_size, rnd, keepalive=False)
+        h, body, path = delivery(keys, a.scheme, a.host, a.path,
+                                 "%s%09d" % (tag, i), time.time(),
+                                 a.body_size, rnd, keepalive=False)
         c = http.client.HTTPConnection(hostname, int(port), timeout=60)
-        c.request("POST", a.path, body=body, headers=h)
+        c.request("POST", path, body=body, headers=h)
         r = c.getresponse()
         text = r.read().decode(errors="replace").strip()
         c.close()
