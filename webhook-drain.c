@@ -944,7 +944,7 @@ cmd_send(const struct config *c, struct opts *o)
 	 * FILE's), not the one made up here. */
 	if (o->source != NULL)
 		printf("%ld source=%s id=%s ", a.status, src->name,
-		    sender_source_inbox_id(src, id, o->args[0], body.data,
+		    sender_source_inbox_id(src, id, a.query, body.data,
 		    body.len, inbox_id, sizeof inbox_id) ? inbox_id : "(refused)");
 	else
 		printf("%ld webhook-id=%s ", a.status, id);

@@ -557,6 +557,29 @@ class TestEveryScheme(SourcesBase):
                 self.assertEqual(st, 401, self.diag())
         self.assertEqual(self.sb.count(), 0)
 
+    def test_twilio_json_body_signed_with_the_query_twilio_adds(self):
+        # twilio.com/docs/usage/security: for a JSON body Twilio appends
+        # bodySHA256=<hex of the body> to the URL it was given and signs
+        # that URL alone.  The config holds the URL as given; the query
+        # arrives with the request, through the real web server.
+        p = BY_NAME["twilio"]
+        body = json.dumps({"ParentAccountSid": "AC0", "Payload": "{}",
+                           "Tag": self.tag(p, "json")}).encode()
+        query = "bodySHA256=" + hashlib.sha256(body).hexdigest()
+        mac = hmac.new(p.secret.encode(), ("%s?%s" % (p.url, query)).encode(),
+                       hashlib.sha1).digest()
+        h = {"Content-Type": "application/json", "X-Twilio-Signature": b64(mac),
+             "I-Twilio-Idempotency-Token": "tok-json-1"}
+        st, _, text = self.srv.post(h, body, path="/hook/twilio?" + query)
+        self.assertEqual((st, text), (200, b"stored\n"), self.diag())
+        self.assertEqual(len(self.rows("twilio/tok-json-1~%s"
+                                       % content_tag(body))), 1)
+        # Another body under that query: the hash pins the body.
+        other = body.replace(b"AC0", b"AC1")
+        st, _, _ = self.srv.post(h, other, path="/hook/twilio?" + query)
+        self.assertEqual(st, 401, self.diag())
+        self.assertEqual(self.sb.count(), 1)
+
     def test_gitlab_token_does_not_cover_the_body(self):
         # docs/providers.md: "GitLab sends the secret itself; use HTTPS".
         # What the token proves is the sender, not the bytes: a changed

@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "lib/scheme/scheme.h"
+#include "lib/scheme/mac.h"
 #include "tests/check_common.h"
 #include "tests/provider_vectors.h"
 
@@ -263,6 +264,29 @@ START_TEST(shopify_event_id_then_webhook_id)
 	ck_assert_int_eq(scheme_extract(s, NULL, &h, (const unsigned char *)"{}",
 	    2, &f, &why), 0);
 	ck_assert_str_eq(f.id, "w-1");
+}
+END_TEST
+
+/* ---- the shared helpers (lib/scheme/mac.h) ---- */
+
+/* A parameter is found by its whole name only (Twilio's bodySHA256 was
+ * once found inside "xbodySHA256="), in a query or a header's list. */
+START_TEST(param_value_whole_names)
+{
+	struct span v;
+
+	ck_assert_int_eq(scheme_param_value("xbodySHA256=1&a=2", "&", "bodySHA256",
+	    &v), 0);
+	ck_assert_int_eq(scheme_param_value("a=2&bodySHA256=ff&b=3", "&",
+	    "bodySHA256", &v), 1);
+	ck_assert_uint_eq(v.len, 2);
+	ck_assert_int_eq(memcmp(v.p, "ff", 2), 0);
+	ck_assert_int_eq(scheme_param_value("key=k1, algorithm=HMAC_SHA256",
+	    ",; ", "algorithm", &v), 1);
+	ck_assert_uint_eq(v.len, 11);
+	ck_assert_int_eq(scheme_param_value("xalgorithm=HMAC_SHA256", ",; ",
+	    "algorithm", &v), 0);
+	ck_assert_int_eq(scheme_param_value(NULL, "&", "a", &v), 0);
 }
 END_TEST
 
@@ -935,6 +959,7 @@ scheme_suite(void)
 	tcase_add_test(tc, twilio_digest_of_the_form_not_its_bytes);
 	tcase_add_test(tc, woocommerce_secret_entities_decoded);
 	tcase_add_test(tc, shopify_event_id_then_webhook_id);
+	tcase_add_test(tc, param_value_whole_names);
 	tcase_add_loop_test(tc, vector, 0, pv_count);
 	suite_add_tcase(s, tc);
 

@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "lib/scheme/scheme.h"
+#include "lib/scheme/sample.h"
 #include "tests/check_common.h"
 #include "tests/provider_vectors.h"
 
@@ -488,6 +489,28 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* The parts of sample events: a version 4 UUID, an instant to the
+ * second, a JSON event grown to the size asked. */
+START_TEST(sample_parts)
+{
+	char u[37], t[32];
+	cJSON *ev = cJSON_CreateObject();
+	struct buf b;
+
+	sample_uuid(u);
+	ck_assert_uint_eq(strlen(u), 36);
+	ck_assert(u[8] == '-' && u[13] == '-' && u[14] == '4' &&
+	    strchr("89ab", u[19]) != NULL);
+	sample_rfc3339(1764806400, t);
+	ck_assert_str_eq(t, "2025-12-04T00:00:00Z");
+	buf_init(&b, 1 << 20);
+	ck_assert_int_eq(sample_padded_json(ev, ev, 500, &b), 0);
+	ck_assert_uint_eq(b.len, 500);
+	buf_free(&b);
+	cJSON_Delete(ev);
+}
+END_TEST
+
 static Suite *
 sign_suite(void)
 {
@@ -502,6 +525,7 @@ sign_suite(void)
 	tcase_add_test(tc, round_trips_each_scheme_and_rotation);
 	tcase_add_test(tc, headers_as_each_sender_names_them);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, sample_parts);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
  * signature: Standard Webhooks v1 (HMAC-SHA256) and v1a (Ed25519) with
  * libsodium.  See common/signature.h.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -156,29 +157,44 @@ signature_key_wipe(struct signature_key *k)
 	sodium_memzero(k, sizeof *k);
 }
 
-/* Does one decoded entry verify under key k? */
-static int
-entry_verifies(const struct signature_key *k, int v1a, const unsigned char *sig,
-    const unsigned char *mac, const unsigned char *content, size_t content_len)
+/* The content as one buffer, for an Ed25519 entry (the signature is over
+ * the bytes, not a hash state): made once, the first time one needs it. */
+static const unsigned char *
+whole(const struct signature_part *parts, size_t nparts, unsigned char **buf,
+    size_t *len)
 {
-	if (!v1a && k->kind == SIGNATURE_HMAC_SHA256)
-		return crypto_verify_32(mac, sig) == 0;
-	if (v1a && k->kind == SIGNATURE_ED25519)
-		return crypto_sign_ed25519_verify_detached(sig, content,
-		    content_len, k->key) == 0;
-	return 0;
+	size_t i, n = 0;
+
+	if (*buf != NULL || nparts == 1) {
+		*len = nparts == 1 ? parts[0].len : *len;
+		return nparts == 1 ? parts[0].p : *buf;
+	}
+	for (i = 0; i < nparts; i++) {
+		if (parts[i].len > SIZE_MAX - n - 1)
+			return NULL;
+		n += parts[i].len;
+	}
+	if ((*buf = malloc(n + 1)) == NULL)
+		return NULL;
+	for (*len = 0, i = 0; i < nparts; i++) {
+		if (parts[i].len > 0)
+			memcpy(*buf + *len, parts[i].p, parts[i].len);
+		*len += parts[i].len;
+	}
+	return *buf;
 }
 
 int
-signature_verify(const struct signature_key *keys, size_t nkeys,
-    const unsigned char *content, size_t content_len,
-    const char *header, size_t header_len, size_t *which)
+signature_verify_parts(const struct signature_key *keys, size_t nkeys,
+    const struct signature_part *parts, size_t nparts, const char *header,
+    size_t header_len, size_t *which)
 {
 	/* HMACs computed lazily, once per key, only if a v1 entry appears. */
 	unsigned char macs[SIGNATURE_KEYS_MAX][crypto_auth_hmacsha256_BYTES];
 	unsigned char have_mac[SIGNATURE_KEYS_MAX] = { 0 };
-	unsigned char sig[crypto_sign_ed25519_BYTES];
-	size_t i = 0, entries = 0, k;
+	unsigned char sig[crypto_sign_ed25519_BYTES], *buf = NULL;
+	const unsigned char *content;
+	size_t i = 0, entries = 0, k, p, content_len = 0;
 	int found = -1;
 
 	if (nkeys > SIGNATURE_KEYS_MAX)
@@ -214,27 +230,47 @@ signature_verify(const struct signature_key *keys, size_t nkeys,
 		if (n != (v1a ? crypto_sign_ed25519_BYTES : crypto_auth_hmacsha256_BYTES))
 			continue;
 		for (k = 0; k < nkeys && found == -1; k++) {
-			if (!v1a && keys[k].kind == SIGNATURE_HMAC_SHA256 &&
-			    !have_mac[k]) {
-				crypto_auth_hmacsha256_state st;
-				crypto_auth_hmacsha256_init(&st, keys[k].key,
-				    keys[k].keylen);
-				crypto_auth_hmacsha256_update(&st, content,
-				    content_len);
-				crypto_auth_hmacsha256_final(&st, macs[k]);
-				sodium_memzero(&st, sizeof st);
-				have_mac[k] = 1;
-			}
-			if (entry_verifies(&keys[k], v1a, sig, macs[k], content,
-			    content_len))
+			if (!v1a && keys[k].kind == SIGNATURE_HMAC_SHA256) {
+				if (!have_mac[k]) {
+					crypto_auth_hmacsha256_state st;
+
+					crypto_auth_hmacsha256_init(&st,
+					    keys[k].key, keys[k].keylen);
+					for (p = 0; p < nparts; p++)
+						crypto_auth_hmacsha256_update(&st,
+						    parts[p].p, parts[p].len);
+					crypto_auth_hmacsha256_final(&st, macs[k]);
+					sodium_memzero(&st, sizeof st);
+					have_mac[k] = 1;
+				}
+				if (crypto_verify_32(macs[k], sig) == 0)
+					found = (int)k;
+			} else if (v1a && keys[k].kind == SIGNATURE_ED25519 &&
+			    (content = whole(parts, nparts, &buf,
+			    &content_len)) != NULL &&
+			    crypto_sign_ed25519_verify_detached(sig, content,
+			    content_len, keys[k].key) == 0) {
 				found = (int)k;
+			}
 		}
 	}
 	sodium_memzero(macs, sizeof macs);
+	free(buf);
 	if (found == -1)
 		return -1;
 	*which = (size_t)found;
 	return 0;
+}
+
+int
+signature_verify(const struct signature_key *keys, size_t nkeys,
+    const unsigned char *content, size_t content_len,
+    const char *header, size_t header_len, size_t *which)
+{
+	const struct signature_part part = { content, content_len };
+
+	return signature_verify_parts(keys, nkeys, &part, 1, header,
+	    header_len, which);
 }
 
 int

@@ -84,6 +84,24 @@ int	signature_verify(const struct signature_key *keys, size_t nkeys,
 	    const char *header, size_t header_len, size_t *which)
 	    __attribute__((warn_unused_result));
 
+/* A piece of signed content. */
+struct signature_part {
+	const void	*p;
+	size_t		 len;
+};
+
+/*
+ * signature_verify over the concatenation of parts[0..nparts) (Standard
+ * Webhooks' id, ".", timestamp, ".", body), without copying it for the
+ * HMACs; an Ed25519 entry, which signs the bytes themselves, gets one
+ * copy, made the first time one is tried.  Returns as signature_verify
+ * (-1 too when that copy finds no memory).
+ */
+int	signature_verify_parts(const struct signature_key *keys, size_t nkeys,
+	    const struct signature_part *parts, size_t nparts,
+	    const char *header, size_t header_len, size_t *which)
+	    __attribute__((warn_unused_result));
+
 /*
  * Check a webhook-timestamp header value: a plain decimal integer of Unix
  * seconds (no sign, no leading zero), within `tolerance` seconds of `now`
@@ -107,7 +125,7 @@ int	signature_sign(const struct signature_key *key,
  * Decode standard base64 s[0..len) into bin (binmax bytes): padded, or
  * also unpadded when allow_unpadded; every byte must belong to the
  * alphabet and be consumed (libsodium alone lets a high byte pass as '/').
- * Returns the decoded length, or -1.  Shared with common/scheme.c.
+ * Returns the decoded length, or -1.  Shared with lib/scheme/mac.c.
  */
 long	signature_b64_decode(const char *s, size_t len, unsigned char *bin,
 	    size_t binmax, int allow_unpadded) __attribute__((warn_unused_result));

@@ -117,6 +117,7 @@ answer_reset(struct sender_answer *a, struct buf *err)
 	a->status = 0;
 	a->ours = 0;
 	a->version[0] = '\0';
+	a->query[0] = '\0';
 	buf_reset(err);
 }
 
@@ -140,6 +141,8 @@ sender_post_source(const struct config *c, const struct config_source *src,
 		buf_free(&to);
 		return SENDER_UNSIGNED;
 	}
+	snprintf(a->query, sizeof a->query, "%s", strchr(to.data, '?') != NULL ?
+	    strchr(to.data, '?') + 1 : "");
 	st = post(c, h, to.data, body, len, a, err);
 	buf_free(&to);
 	return st;
@@ -357,12 +360,12 @@ sent_get(void *arg, const char *name)
 
 char *
 sender_source_inbox_id(const struct config_source *src, const char *id,
-    const char *url, const void *body, size_t len, char *out, size_t outsz)
+    const char *query, const void *body, size_t len, char *out, size_t outsz)
 {
 	const struct scheme *s = src->scheme;
 	struct sent sh = { NULL, id };
-	const char *q = strchr(url, '?');
-	struct scheme_headers h = { sent_get, &sh, q != NULL ? q + 1 : NULL };
+	struct scheme_headers h = { sent_get, &sh, query != NULL &&
+	    query[0] != '\0' ? query : NULL };
 	struct scheme_event ev;
 	const char *why;
 	char *rc = NULL;

@@ -106,11 +106,16 @@ struct sender_answer {
 	char		version[64];	/* its X-Webhook-Inbox-Version
 					 * (lib/receive/receive.h), "" when
 					 * none or not plain text */
+	/* The query string of the URL called (without '?'; "" none): the
+	 * given URL's, with what the provider's sender adds (Twilio's
+	 * bodySHA256, Mercado Pago's data.id). */
+	char		query[SCHEME_HEADER_VALUE_MAX + 2048];
 };
 
 /*
- * The inbox id the receiver stores this delivery of src to `url` under,
- * as it will read it (scheme_event_read): the id where the provider (or
+ * The inbox id the receiver stores this delivery of src under, sent to a
+ * URL whose query string is `query` (sender_answer's, NULL none), as it
+ * will read it (scheme_event_read): the id where the provider (or
  * the section's `id =`) takes it from a header, else the body's own (a
  * FILE's `id` member for Stripe), with the source's name and a content
  * tag as docs/providers.md "Ids" says.  Into out (outsz bytes, at least
@@ -118,7 +123,7 @@ struct sender_answer {
  * (the receiver's 400).
  */
 char	*sender_source_inbox_id(const struct config_source *src,
-	    const char *id, const char *url, const void *body, size_t len,
+	    const char *id, const char *query, const void *body, size_t len,
 	    char *out, size_t outsz);
 
 /*

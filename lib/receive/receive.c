@@ -34,18 +34,31 @@
 
 /* A header's room when a server repeats it: Standard Webhooks' longest
  * webhook-signature (SIGNATURE_HEADER_MAX) and a byte to see it is
- * longer. */
+ * longer.  Repeated headers one request may read: a provider reads at
+ * most four (Mercado Pago's and Twilio's), the default source's a
+ * refusal's id too. */
 #define JOINED_MAX	(SIGNATURE_HEADER_MAX + 1)
+#define JOINED_SLOTS	6
 
 /* The headers of one request, as lib/scheme/scheme.h reads them. */
 struct headers {
 	struct request	*r;
-	/* A header a server passed more than once (Debian 12's nginx gives
+	/*
+	 * A header a server passed more than once (Debian 12's nginx gives
 	 * each line of a repeated header as its own FastCGI parameter;
 	 * Apache and lighttpd join them): its values joined by a space, as
-	 * the multi-entry signature headers list them.  One at a time: the
-	 * value stays valid until the next repeated header is read. */
-	struct buf	*joined;
+	 * the multi-entry signature headers list them, into the thread's
+	 * arena (struct receive, joined: JOINED_SLOTS × (JOINED_MAX + 1)
+	 * bytes, allocated once, never moved), each once per request.  So
+	 * a value stays valid for the whole request, as scheme.h promises
+	 * the providers, however many headers they hold at once.
+	 */
+	char		*arena;
+	struct {
+		char		 param[64];
+		const char	*value;
+	}		 slot[JOINED_SLOTS];
+	size_t		 nslots;
 };
 
 /* One request's findings as the steps go. */
@@ -78,7 +91,7 @@ void
 receive_init(struct receive *rv)
 {
 	buf_init(&rv->body, 0);
-	buf_init(&rv->joined, JOINED_MAX);
+	rv->joined = NULL;
 	buf_init(&rv->err, BUF_ERR_MAX);
 	(void)snprintf(rv->version, sizeof rv->version, "%s: %s (commit %s)\r\n",
 	    RECEIVE_VERSION_HEADER, version_number, version_commit);
@@ -91,7 +104,8 @@ void
 receive_free(struct receive *rv)
 {
 	buf_free(&rv->body);
-	buf_free(&rv->joined);
+	free(rv->joined);
+	rv->joined = NULL;
 	buf_free(&rv->err);
 }
 
@@ -197,19 +211,27 @@ take_site(struct receive *rv, struct attempt *a)
 	return 0;
 }
 
+/* One header's values being joined into its slot of the arena. */
+struct join {
+	char	*out;
+	size_t	 len;
+};
+
 /* Append " " v, as much as fits: a joined header past its room is kept
  * at its room's length, which every verifier refuses as too long. */
 static int
 join_value(void *arg, const char *v)
 {
-	struct buf *b = arg;
+	struct join *j = arg;
 	size_t n = strlen(v);
 
-	if (b->len > 0 && buf_append(b, " ", 1) == -1)
-		return -1;
-	if (n > b->cap - b->len)
-		n = b->cap - b->len;
-	return buf_append(b, v, n) == -1 || n < strlen(v) ? -1 : 0;
+	if (j->len > 0 && j->len < JOINED_MAX)
+		j->out[j->len++] = ' ';
+	if (n > JOINED_MAX - j->len)
+		n = JOINED_MAX - j->len;
+	memcpy(j->out + j->len, v, n);
+	j->len += n;
+	return j->len < JOINED_MAX ? 0 : -1;
 }
 
 static int
@@ -223,12 +245,15 @@ count_value(void *arg, const char *v)
 /* A header by its HTTP name ("Stripe-Signature"): the CGI parameter
  * HTTP_STRIPE_SIGNATURE; a repeated one joined (struct headers).  A
  * repeated header longer than JOINED_MAX is given cut there: every
- * verifier refuses a header of that length. */
+ * verifier refuses a header of that length.  Past JOINED_SLOTS repeated
+ * headers in one request (or with no arena), a repeated one's first
+ * value. */
 static const char *
 header_of(void *arg, const char *name)
 {
 	struct headers *hs = arg;
 	char param[64] = "HTTP_";
+	struct join j;
 	size_t i, n = 5;
 	int count = 0;
 
@@ -241,9 +266,18 @@ header_of(void *arg, const char *name)
 	(void)request_param_each(hs->r, param, count_value, &count);
 	if (count < 2)
 		return request_param(hs->r, param);
-	buf_reset(hs->joined);
-	(void)request_param_each(hs->r, param, join_value, hs->joined);
-	return hs->joined->len > 0 ? hs->joined->data : NULL;
+	for (i = 0; i < hs->nslots; i++)
+		if (strcmp(hs->slot[i].param, param) == 0)
+			return hs->slot[i].value;
+	if (hs->arena == NULL || hs->nslots == JOINED_SLOTS)
+		return request_param(hs->r, param);
+	j.out = hs->arena + hs->nslots * (JOINED_MAX + 1);
+	j.len = 0;
+	(void)request_param_each(hs->r, param, join_value, &j);
+	j.out[j.len] = '\0';
+	memcpy(hs->slot[hs->nslots].param, param, n + 1);
+	hs->slot[hs->nslots].value = j.out;
+	return hs->slot[hs->nslots++].value;
 }
 
 /* The request as lib/scheme/scheme.h reads it: headers and query. */
@@ -482,12 +516,13 @@ store(struct receive *rv, struct attempt *a)
 	struct inbox_delivery d;
 	enum inbox_status s;
 	const char *why;
+	int rc;
 
-	if (scheme_event_read(src->scheme, &src->params, &src->locate,
+	if ((rc = scheme_event_read(src->scheme, &src->params, &src->locate,
 	    named ? src->name : NULL, &h, (const unsigned char *)rv->body.data,
-	    rv->body.len, &a->ev, &why) == -1) {
+	    rv->body.len, &a->ev, &why)) != 0) {
 		a->why = why;
-		return strcmp(why, "out of memory") == 0 ? 503 : 400;
+		return rc == -2 ? 503 : 400;
 	}
 	a->id = a->ev.key;
 	if (a->ev.fields.note != NULL) {
@@ -543,7 +578,11 @@ receive_handle(struct receive *rv, struct site_cache *sites, struct request *r)
 	a.started = util_mono_ns();
 	a.content_length = -1;
 	a.hs.r = r;
-	a.hs.joined = &rv->joined;
+	/* Allocated at the first request, kept for the thread's life:
+	 * JOINED_SLOTS × 16 KiB, touched only by a repeated header. */
+	if (rv->joined == NULL)
+		rv->joined = malloc(JOINED_SLOTS * (JOINED_MAX + 1));
+	a.hs.arena = rv->joined;
 	/* Until the URL names a source, a refusal names the id a default
 	 * source's delivery claims (webhook-id, svix-id). */
 	{

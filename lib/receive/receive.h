@@ -33,7 +33,8 @@
  * grow once instead of per request. */
 struct receive {
 	struct buf	 body;	/* the body as it arrived */
-	struct buf	 joined;	/* a repeated header's values, joined */
+	char		*joined;	/* repeated headers' values, joined
+					 * (receive.c, struct headers) */
 	struct buf	 err;	/* the reason of a failure, for the log */
 	char		 version[96];	/* RECEIVE_VERSION_HEADER's line */
 };

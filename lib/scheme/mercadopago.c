@@ -53,21 +53,34 @@ mp_recognise(const struct scheme_headers *h)
 	return v != NULL && strstr(v, "ts=") != NULL && strstr(v, "v1=") != NULL;
 }
 
-/* The signed manifest, as Mercado Pago's SDK builds it. */
+/*
+ * The signed manifest, as Mercado Pago's SDK builds it: each part present
+ * only when its value is (data.id trimmed, as the SDK trims it).  A ';'
+ * in a value would let one manifest read as another (an id that carries
+ * the request-id part in it): refused, -1, as too long is.
+ */
 static int
 manifest(const struct scheme_headers *h, const struct span *ts, char *out,
     size_t outsz)
 {
-	char id[SCHEME_VALUE_MAX];
+	char id[SCHEME_VALUE_MAX], *p = id;
 	const char *rid = scheme_hget(h, "x-request-id");
-	int n;
+	int has_id = query_param(h, "data.id", id, sizeof id), n;
+	size_t l;
 
-	n = snprintf(out, outsz, "%s%s%s%s%s%sts:%.*s;",
-	    query_param(h, "data.id", id, sizeof id) ? "id:" : "",
-	    query_param(h, "data.id", id, sizeof id) ? id : "",
-	    query_param(h, "data.id", id, sizeof id) ? ";" : "",
-	    rid != NULL ? "request-id:" : "", rid != NULL ? rid : "",
-	    rid != NULL ? ";" : "", (int)ts->len, ts->p);
+	if (has_id) {
+		while (*p == ' ')
+			p++;
+		for (l = strlen(p); l > 0 && p[l - 1] == ' '; l--)
+			p[l - 1] = '\0';
+		has_id = *p != '\0';
+	}
+	if ((has_id && strchr(p, ';') != NULL) ||
+	    (rid != NULL && strchr(rid, ';') != NULL))
+		return -1;
+	n = snprintf(out, outsz, "%s%s%s%s%s%sts:%.*s;", has_id ? "id:" : "",
+	    has_id ? p : "", has_id ? ";" : "", rid != NULL ? "request-id:" : "",
+	    rid != NULL ? rid : "", rid != NULL ? ";" : "", (int)ts->len, ts->p);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
@@ -101,7 +114,8 @@ mp_verify(const struct scheme_params *p, const struct scheme_secret *keys,
 	    "x-signature's ts is not a plain integer") == -1)
 		return;
 	if (manifest(h, &t, m, sizeof m) == -1) {
-		scheme_refuse(res, SCHEME_MALFORMED, "x-request-id too long");
+		scheme_refuse(res, SCHEME_MALFORMED, "x-request-id too long, or it "
+		    "or data.id holds a ';'");
 		return;
 	}
 	part = (struct part){ m, strlen(m) };
@@ -168,6 +182,7 @@ mp_sign(const struct scheme_params *p, const struct scheme_secret *key,
 	const cJSON *oid, *kind;
 	struct part part;
 	cJSON *j;
+	size_t ql;
 	int rc = -1, n;
 
 	(void)p;
@@ -185,10 +200,12 @@ mp_sign(const struct scheme_params *p, const struct scheme_secret *key,
 		goto out;
 	*why = "a header would not fit";
 	sample_uuid(rid);
-	if ((size_t)snprintf(out->query, sizeof out->query, "data.id=%s&type=%s",
-	    oid->valuestring, cJSON_IsString(kind) &&
-	    strpbrk(kind->valuestring, "&=%+ #") == NULL ? kind->valuestring :
-	    "payment") >= sizeof out->query ||
+	/* After the query the URL called has, as Twilio's is added. */
+	ql = strlen(out->query);
+	if ((size_t)snprintf(out->query + ql, sizeof out->query - ql,
+	    "%sdata.id=%s&type=%s", ql > 0 ? "&" : "", oid->valuestring,
+	    cJSON_IsString(kind) && strpbrk(kind->valuestring, "&=%+ #") ==
+	    NULL ? kind->valuestring : "payment") >= sizeof out->query - ql ||
 	    (n = snprintf(m, sizeof m, "id:%s;request-id:%s;ts:%s;",
 	    oid->valuestring, rid, ts)) < 0 || (size_t)n >= sizeof m)
 		goto out;

@@ -617,6 +617,7 @@ scheme_event_read(const struct scheme *s, const struct scheme_params *p,
 		return -1;
 	note = *why;
 	*why = "out of memory";
+	rc = -2;
 	memcpy(ev->id, sf.id, sizeof ev->id);
 	if ((source == NULL ? (size_t)snprintf(ev->key, sizeof ev->key, "%s",
 	    sf.id) >= sizeof ev->key : scheme_event_key(s, p, over, source, &sf,

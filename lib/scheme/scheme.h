@@ -310,8 +310,8 @@ struct scheme_event {
  * the section's `over` places; a type, time or object that cannot be
  * kept whole is left out and noted in ev->fields.note.
  * Returns 0; -1 with *why static when the id cannot be read whole (400:
- * cut, it could merge two events) or when out of memory (*why says so).
- * ev is initialised either way: scheme_event_free it.
+ * cut, it could merge two events); -2 when out of memory (503).  ev is
+ * initialised either way: scheme_event_free it.
  */
 int	scheme_event_read(const struct scheme *s, const struct scheme_params *p,
 	    const struct scheme_locate *over, const char *source,

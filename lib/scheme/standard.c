@@ -32,8 +32,9 @@ family(const struct scheme_headers *h, const char *what)
 	/* One family whole, the specification's first, as the receiver's
 	 * default source reads them: never an id of one family with the
 	 * signature of the other. */
-	snprintf(svix, sizeof svix, "svix-%s", what);
-	snprintf(std, sizeof std, "webhook-%s", what);
+	if ((size_t)snprintf(svix, sizeof svix, "svix-%s", what) >= sizeof svix ||
+	    (size_t)snprintf(std, sizeof std, "webhook-%s", what) >= sizeof std)
+		return NULL;	/* no header of the family is that long */
 	return scheme_hget(h, scheme_hget(h, "webhook-id") != NULL ? std : svix);
 }
 
@@ -78,7 +79,7 @@ std_verify(const struct scheme_params *p, const struct scheme_secret *keys,
 	struct signature_key k[SCHEME_SECRETS_MAX];
 	const char *id = family(h, "id"), *ts = family(h, "timestamp");
 	const char *sig = family(h, "signature");
-	unsigned char *content;
+	struct signature_part parts[5];
 	size_t i, il, tl, which, n;
 	int rc;
 
@@ -103,17 +104,12 @@ std_verify(const struct scheme_params *p, const struct scheme_secret *keys,
 	if (scheme_check_time(ts, tl, now, p->tolerance, res,
 	    "webhook-timestamp is not a plain integer") == -1)
 		return;
-	if (body_len > SIZE_MAX - il - tl - 2 ||
-	    (content = malloc(il + tl + 2 + body_len + 1)) == NULL) {
-		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "out of memory");
-		return;
-	}
-	memcpy(content, id, il);
-	content[il] = '.';
-	memcpy(content + il + 1, ts, tl);
-	content[il + 1 + tl] = '.';
-	if (body_len > 0)
-		memcpy(content + il + tl + 2, body, body_len);
+	/* id.timestamp.body, MACed where each lies (signature.h). */
+	parts[0] = (struct signature_part){ id, il };
+	parts[1] = (struct signature_part){ ".", 1 };
+	parts[2] = (struct signature_part){ ts, tl };
+	parts[3] = (struct signature_part){ ".", 1 };
+	parts[4] = (struct signature_part){ body, body_len };
 	n = nkeys > SCHEME_SECRETS_MAX ? SCHEME_SECRETS_MAX : nkeys;
 	memset(k, 0, sizeof k);
 	for (i = 0; i < n; i++) {
@@ -125,10 +121,9 @@ std_verify(const struct scheme_params *p, const struct scheme_secret *keys,
 		    SIGNATURE_KEY_MAX;
 		memcpy(k[i].key, keys[i].key, k[i].keylen);
 	}
-	rc = signature_verify(k, n, content, il + tl + 2 + body_len, sig,
+	rc = signature_verify_parts(k, n, parts, 5, sig,
 	    strlen(sig), &which);
 	sodium_memzero(k, sizeof k);
-	free(content);
 	if (rc != 0) {
 		scheme_refuse(res, SCHEME_BAD_SIGNATURE, "no signature entry verifies");
 		return;
