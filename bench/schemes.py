@@ -79,6 +79,10 @@ WHAT = {
              "an `event_callback` with a new `event_id`",
     "paddle": "`Paddle-Signature: ts=…;h1=…`, HMAC-SHA256 of `ts:body`, "
               "hex; `transaction.completed`, a new `event_id`",
+    "mercadopago": "`x-signature: ts=…,v1=…`, HMAC-SHA256 of "
+                   "`id:DATA.ID;request-id:X-REQUEST-ID;ts:TS;`, hex, the "
+                   "query's `data.id` and `type`; a `payment.updated` "
+                   "notice, a new notification id and `x-request-id`",
     "discord": "`X-Signature-Ed25519`, Ed25519 over `ts` + body; an "
                "application command (type 2) with a new `id`",
     "gitlab": "`X-Gitlab-Token`, the token compared (BLAKE2b digests); a "
@@ -364,9 +368,9 @@ def main():
         L.append("CPU per check: `bench/scheme_cost` (bench/scheme_cost.c) "
                  "on %d deliveries of each row's kind, each checked %d times "
                  "after one untimed pass: parsed once, then verified and its "
-                 "fields extracted as lib/receive/receive.c does (the default "
-                 "source: signature_verify and event_extract; a named one: "
-                 "scheme_verify and scheme_extract), the thread's CPU time ÷ "
+                 "fields extracted as lib/receive/receive.c does (every "
+                 "source alike: scheme_verify, then scheme_event_read), the "
+                 "thread's CPU time ÷ "
                  "checks; no server, no store. For scale: the machine's CPU "
                  "per request above is the whole request's (wrk, lighttpd, "
                  "webhook.fcgi, the store and its syncs)."

@@ -665,34 +665,6 @@ config_load_text(const char *path, const char *text, size_t len,
 
 /* config_load_text, with every error after the first appended to `all`
  * when it is not NULL (config_load_all). */
-/*
- * The top-level keys as the source "default", scheme standard
- * (docs/DESIGN.md "Sources"): the receiver verifies, reads and keys its
- * deliveries through the same calls as any section's.  Its secrets are
- * the top-level ones as loaded (the same bytes, the same fingerprints).
- */
-static void
-default_source(struct config *c)
-{
-	struct config_source *d = &c->default_source;
-	size_t i;
-
-	snprintf(d->name, sizeof d->name, "%s", INBOX_DEFAULT_SOURCE);
-	d->scheme = scheme_find("standard");
-	scheme_params_init(d->scheme, &d->params);
-	d->params.tolerance = c->tolerance_s;
-	for (i = 0; i < c->nsecrets && i < SCHEME_SECRETS_MAX; i++) {
-		const struct signature_key *k = &c->secrets[i];
-		struct scheme_secret *s = &d->secrets[i];
-
-		memcpy(s->key, k->key, k->keylen);
-		s->len = k->keylen;
-		s->ed25519 = k->kind == SIGNATURE_ED25519;
-		memcpy(s->fingerprint, k->fingerprint, sizeof s->fingerprint);
-	}
-	d->nsecrets = i;
-}
-
 static int
 parse_text(const char *path, const char *text, size_t len,
     struct config *c, struct buf *err, struct buf *all)
@@ -801,7 +773,8 @@ parse_text(const char *path, const char *text, size_t len,
 		}
 	if (p.failed)
 		goto out;
-	default_source(c);
+	source_default(&c->default_source, c->secrets, c->nsecrets,
+	    c->tolerance_s);
 	rc = 0;
 out:
 	buf_free(&p.skipped);

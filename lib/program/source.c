@@ -297,3 +297,25 @@ source_free(struct config_source *src)
 		scheme_secret_wipe(&src->secrets[j]);
 	memset(src, 0, sizeof *src);
 }
+
+void
+source_default(struct config_source *d, const struct signature_key *keys,
+    size_t nkeys, int64_t tolerance_s)
+{
+	size_t i;
+
+	snprintf(d->name, sizeof d->name, "%s", INBOX_DEFAULT_SOURCE);
+	d->scheme = scheme_find("standard");
+	scheme_params_init(d->scheme, &d->params);
+	d->params.tolerance = tolerance_s;
+	for (i = 0; i < nkeys && i < SCHEME_SECRETS_MAX; i++) {
+		struct scheme_secret *s = &d->secrets[i];
+
+		memcpy(s->key, keys[i].key, keys[i].keylen);
+		s->len = keys[i].keylen;
+		s->ed25519 = keys[i].kind == SIGNATURE_ED25519;
+		memcpy(s->fingerprint, keys[i].fingerprint,
+		    sizeof s->fingerprint);
+	}
+	d->nsecrets = i;
+}

@@ -48,4 +48,14 @@ int	source_check(const struct config_source *src, char *why);
  * zeroes. */
 void	source_free(struct config_source *src);
 
+/*
+ * The config's top-level keys as the source "default", scheme standard
+ * (docs/DESIGN.md "Sources"), into d: the receiver verifies, reads and
+ * keys its deliveries through the same calls as any section's.  Its
+ * secrets are keys[0..nkeys) as the config loaded them (the same bytes,
+ * the same fingerprints); its window tolerance_s.  config_free wipes it.
+ */
+void	source_default(struct config_source *d,
+	    const struct signature_key *keys, size_t nkeys, int64_t tolerance_s);
+
 #endif

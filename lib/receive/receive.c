@@ -234,11 +234,19 @@ join_value(void *arg, const char *v)
 	return j->len < JOINED_MAX ? 0 : -1;
 }
 
+/* A parameter's first value and how many it has: one pass. */
+struct seen {
+	const char	*first;
+	int		 count;
+};
+
 static int
 count_value(void *arg, const char *v)
 {
-	(void)v;
-	(*(int *)arg)++;
+	struct seen *sn = arg;
+
+	if (sn->count++ == 0)
+		sn->first = v;
 	return 0;
 }
 
@@ -253,9 +261,9 @@ header_of(void *arg, const char *name)
 {
 	struct headers *hs = arg;
 	char param[64] = "HTTP_";
+	struct seen sn = { NULL, 0 };
 	struct join j;
 	size_t i, n = 5;
-	int count = 0;
 
 	for (i = 0; name[i] != '\0' && n + 1 < sizeof param; i++)
 		param[n++] = name[i] == '-' ? '_' :
@@ -263,14 +271,14 @@ header_of(void *arg, const char *name)
 	if (name[i] != '\0')
 		return NULL;
 	param[n] = '\0';
-	(void)request_param_each(hs->r, param, count_value, &count);
-	if (count < 2)
-		return request_param(hs->r, param);
+	(void)request_param_each(hs->r, param, count_value, &sn);
+	if (sn.count < 2)
+		return sn.first;
 	for (i = 0; i < hs->nslots; i++)
 		if (strcmp(hs->slot[i].param, param) == 0)
 			return hs->slot[i].value;
 	if (hs->arena == NULL || hs->nslots == JOINED_SLOTS)
-		return request_param(hs->r, param);
+		return sn.first;
 	j.out = hs->arena + hs->nslots * (JOINED_MAX + 1);
 	j.len = 0;
 	(void)request_param_each(hs->r, param, join_value, &j);
