@@ -305,8 +305,7 @@ class TestPlumbing(DrainBase):
             while "k2" not in self.ids():
                 self.assertLess(time.time(), deadline, "k2 never handed out")
                 time.sleep(0.05)
-            shells = [k for k, comm in harness.children(d.pid).items()
-                      if comm != "webhook-guard"]
+            shells = harness.handler_children(d.pid)
             self.assertEqual(len(shells), 1, harness.children(d.pid))
             self.assertFalse(harness.group_gone(shells[0]))
             d.send_signal(signal.SIGKILL)

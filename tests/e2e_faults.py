@@ -19,7 +19,7 @@ import time
 import unittest
 
 from harness import (FAKETIME, FCGI, DRAIN, SECRET_A, FcgiProcess, Lighttpd, Sandbox,
-                     children, event_body, group_gone, parse_cgi, reaped,
+                     children, handler_children, event_body, group_gone, parse_cgi, reaped,
                      run_drain, sign, signed_params, start_drain, write_conf)
 
 # The provider gives up at 15 s; the receiver's own deadline is 10 s
@@ -957,8 +957,7 @@ class TestDrainerKilled(FaultCase):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not os.path.exists(record):
             time.sleep(0.1)
-        shells = [k for k, comm in children(d.pid).items()
-                  if comm != "webhook-guard"]
+        shells = handler_children(d.pid)
         self.assertEqual(len(shells), 1, children(d.pid))
         self.assertFalse(group_gone(shells[0]))
         os.killpg(d.pid, 9)
@@ -1006,8 +1005,7 @@ class TestDrainerStopped(FaultCase):
                 self.assertLess(time.monotonic(), deadline, "no handler")
                 time.sleep(0.02)
             t_started = time.monotonic()
-            shells = [k for k, comm in children(d.pid).items()
-                      if comm != "webhook-guard"]
+            shells = handler_children(d.pid)
             self.assertEqual(len(shells), 1, children(d.pid))
             os.kill(d.pid, signal.SIGSTOP)
             try:

@@ -21,7 +21,7 @@ import time
 import unittest
 
 import pgserver
-from harness import (PG, SECRET_A, Sandbox, Lighttpd, children, end_sandbox,
+from harness import (PG, SECRET_A, Sandbox, Lighttpd, children, handler_children, end_sandbox,
                      event_body, group_gone, reaped, record_lines, run_drain,
                      start_drain, write_conf)
 from provider_sim import World, ApiServer
@@ -330,8 +330,7 @@ class TestStopping(JobsBase):
             self.wait_for("three handlers to start",
                           lambda: len(self.started()) == 3)
             running = self.started()
-            shells = [k for k, comm in children(p.pid).items()
-                      if comm != "webhook-guard"]
+            shells = handler_children(p.pid)
             self.assertEqual(len(shells), 3, children(p.pid))
             self.assertFalse(any(group_gone(s) for s in shells))
             p.kill()

@@ -262,6 +262,24 @@ def children(pid):
     return kids
 
 
+def handler_children(pid, timeout=10):
+    """The drainer pid's handler processes: its children but its guard.
+    The guard is forked under the drainer's name and renames itself
+    webhook-guard a moment later (lib/drain/guard.c): a child still named
+    webhook-drain is that guard mid-rename (callers ask once the handlers
+    have started, so none of them is between fork and exec).  Waits, up
+    to timeout seconds, until no child carries the drainer's name, so a
+    loaded machine's slow rename is not counted as a second handler."""
+    deadline = time.monotonic() + timeout
+    while True:
+        kids = children(pid)
+        if all(c != "webhook-drain" for c in kids.values()) or \
+                time.monotonic() > deadline:
+            return [k for k, c in kids.items()
+                    if c not in ("webhook-guard", "webhook-drain")]
+        time.sleep(0.02)
+
+
 def record_lines(path):
     """What a test's handler appended to path, one hand-out a line: each
     line's tab-separated fields, in order; [] while nothing was."""
