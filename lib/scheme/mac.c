@@ -383,3 +383,31 @@ scheme_signed_opt(struct scheme_signed *out, const char *name,
 {
 	return value == NULL ? 0 : scheme_signed_add(out, name, value);
 }
+
+int
+scheme_ts_kv_sign(const struct scheme_secret *key, const char *ts,
+    const unsigned char *body, size_t body_len, const char *header,
+    char sep, const char *tkey, const char *vkey, const char *joiner,
+    struct scheme_signed *out)
+{
+	struct part parts[3] = { { ts, strlen(ts) }, { joiner, strlen(joiner) },
+	    { body, body_len } };
+	char mac[SCHEME_HEADER_VALUE_MAX], v[SCHEME_HEADER_VALUE_MAX];
+
+	if (scheme_encoded_mac(SCHEME_SHA256, SCHEME_HEX, key, parts, 3, "",
+	    mac) == -1 || (size_t)snprintf(v, sizeof v, "%s=%s%c%s=%s", tkey, ts,
+	    sep, vkey, mac) >= sizeof v)
+		return -1;
+	return scheme_signed_add(out, header, v);
+}
+
+void
+scheme_sample_evt_id(char *out)
+{
+	unsigned char r[12];
+	char hex[25];
+
+	randombytes_buf(r, sizeof r);
+	sodium_bin2hex(hex, sizeof hex, r, sizeof r);
+	snprintf(out, SCHEME_SAMPLE_ID_SIZE, "evt_%s", hex);
+}

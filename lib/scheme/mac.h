@@ -129,6 +129,18 @@ int	scheme_raw_secret(const char *text, int quoted,
 int	scheme_encoded_mac(enum scheme_alg alg, enum scheme_encoding enc,
 	    const struct scheme_secret *key, const struct part *parts,
 	    size_t n, const char *prefix, char *v);
+/*
+ * The signer of scheme_ts_kv_verify's headers (Stripe, Paddle): the
+ * HMAC-SHA256 hex of ts + joiner + body, as header: tkey=ts<sep>vkey=MAC.
+ * 0, or -1 when it does not fit.
+ */
+int	scheme_ts_kv_sign(const struct scheme_secret *key, const char *ts,
+	    const unsigned char *body, size_t body_len, const char *header,
+	    char sep, const char *tkey, const char *vkey, const char *joiner,
+	    struct scheme_signed *out);
+/* A sample event id "evt_" + 24 hex digits (Stripe's, Paddle's), into
+ * out (SCHEME_SAMPLE_ID_SIZE). */
+void	scheme_sample_evt_id(char *out);
 /* scheme_signed_add when value is not NULL; 0 when it is. */
 int	scheme_signed_opt(struct scheme_signed *out, const char *name,
 	    const char *value);

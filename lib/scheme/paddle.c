@@ -51,28 +51,12 @@ paddle_sign(const struct scheme_params *p, const struct scheme_secret *key,
     const char *id, const char *type, struct scheme_signed *out,
     const char **why)
 {
-	struct part parts[3] = { { ts, strlen(ts) }, { ":", 1 },
-	    { body, body_len } };
-	char mac[SCHEME_HEADER_VALUE_MAX], v[SCHEME_HEADER_VALUE_MAX];
-
 	(void)p;
 	(void)id;
 	(void)type;
 	(void)why;
-	if (scheme_encoded_mac(SCHEME_SHA256, SCHEME_HEX, key, parts, 3, "",
-	    mac) == -1 || (size_t)snprintf(v, sizeof v, "ts=%s;h1=%s", ts, mac)
-	    >= sizeof v)
-		return -1;
-	return scheme_signed_add(out, "Paddle-Signature", v);
-}
-
-static void
-paddle_sample_id(char *out)
-{
-	char hex[25];
-
-	sample_hex(hex, 12, 0);
-	snprintf(out, SCHEME_SAMPLE_ID_SIZE, "evt_%s", hex);
+	return scheme_ts_kv_sign(key, ts, body, body_len, "Paddle-Signature",
+	    ';', "ts", "h1", ":", out);
 }
 
 static int
@@ -109,6 +93,6 @@ const struct scheme scheme_paddle = {
 	.secret_load = paddle_secret,
 	.verify = paddle_verify,
 	.sign = paddle_sign,
-	.sample_id = paddle_sample_id,
+	.sample_id = scheme_sample_evt_id,
 	.sample_body = paddle_sample_body,
 };

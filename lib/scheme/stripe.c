@@ -60,28 +60,12 @@ stripe_sign(const struct scheme_params *p, const struct scheme_secret *key,
     const char *id, const char *type, struct scheme_signed *out,
     const char **why)
 {
-	struct part parts[3] = { { ts, strlen(ts) }, { ".", 1 },
-	    { body, body_len } };
-	char mac[SCHEME_HEADER_VALUE_MAX], v[SCHEME_HEADER_VALUE_MAX];
-
 	(void)p;
 	(void)id;
 	(void)type;
 	(void)why;
-	if (scheme_encoded_mac(SCHEME_SHA256, SCHEME_HEX, key, parts, 3, "",
-	    mac) == -1 || (size_t)snprintf(v, sizeof v, "t=%s,v1=%s", ts, mac)
-	    >= sizeof v)
-		return -1;
-	return scheme_signed_add(out, "Stripe-Signature", v);
-}
-
-static void
-stripe_sample_id(char *out)
-{
-	char hex[25];
-
-	sample_hex(hex, 12, 0);
-	snprintf(out, SCHEME_SAMPLE_ID_SIZE, "evt_%s", hex);
+	return scheme_ts_kv_sign(key, ts, body, body_len, "Stripe-Signature",
+	    ',', "t", "v1", ".", out);
 }
 
 /* An Event object: its data.object a test object of its own. */
@@ -122,6 +106,6 @@ const struct scheme scheme_stripe = {
 	.secret_load = stripe_secret,
 	.verify = stripe_verify,
 	.sign = stripe_sign,
-	.sample_id = stripe_sample_id,
+	.sample_id = scheme_sample_evt_id,
 	.sample_body = stripe_sample_body,
 };
